@@ -1,0 +1,5 @@
+import sys
+
+from gpukit.cli import main
+
+sys.exit(main())

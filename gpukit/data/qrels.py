@@ -1,0 +1,141 @@
+"""Relevance judgments (qrels) as integer-coded arrays.
+
+A ``Qrels`` holds one row per judged (query, document) pair, sorted by query
+code then document code, with both codes indexing vocabularies sorted
+byte-wise. Grades are integers; a negative grade means "in the pool but not
+judged" (trec_eval's convention): it is neither relevant nor non-relevant.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from gpukit.data.text_table import Column, ParsedTable, dictionary_codes, read_table
+from gpukit.errors import InputFormatError
+
+_TREC_QRELS_COLUMNS = (Column("query_id", "id"), Column("iteration", "skip"), Column("doc_id", "id"), Column("grade", "int"))
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels:
+    """Judgments: sorted vocabularies plus parallel code/grade arrays.
+
+    Attributes:
+        query_ids: distinct query ids, byte-wise sorted (``pa.StringArray``).
+        doc_ids: distinct judged doc ids, byte-wise sorted.
+        query_codes, doc_codes: int64 arrays indexing those vocabularies,
+            sorted by (query_code, doc_code), no duplicate pairs.
+        grades: int64 grades aligned with the codes.
+        source: where the judgments came from (file name or "<dict>").
+    """
+
+    query_ids: pa.Array
+    doc_ids: pa.Array
+    query_codes: np.ndarray
+    doc_codes: np.ndarray
+    grades: np.ndarray
+    source: str = "<qrels>"
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def from_trec(cls, path: str | os.PathLike) -> "Qrels":
+        """Read a TREC qrels file ``qid iter docno grade`` (plain or gzip).
+
+        Lines starting with ``#`` are comments. A repeated (query, doc) pair is
+        an error naming both lines.
+        """
+        table = read_table(path, _TREC_QRELS_COLUMNS, "qrels")
+        return cls._from_table(table)
+
+    @classmethod
+    def _from_table(cls, table: ParsedTable) -> "Qrels":
+        q_codes, q_vocab = dictionary_codes(table.columns["query_id"])
+        d_codes, d_vocab = dictionary_codes(table.columns["doc_id"])
+        grades = table.columns["grade"].to_numpy()
+        return cls._from_codes(q_codes, q_vocab, d_codes, d_vocab, grades, table.source, table.line_of)
+
+    @classmethod
+    def from_dict(cls, judgments: Mapping[str, Mapping[str, int]], source: str = "<dict>") -> "Qrels":
+        """Build from ``{query_id: {doc_id: grade}}`` (pytrec_eval / ranx shape)."""
+        queries, docs, grades = [], [], []
+        for qid, docs_of_q in judgments.items():
+            for did, grade in docs_of_q.items():
+                if isinstance(grade, float) and not float(grade).is_integer():
+                    raise InputFormatError(source, None, f"query {qid!r} doc {did!r}: grade {grade!r} is not an integer")
+                queries.append(str(qid))
+                docs.append(str(did))
+                grades.append(int(grade))
+        return cls.from_arrays(queries, docs, grades, source=source)
+
+    @classmethod
+    def from_arrays(cls, query_ids, doc_ids, grades, source: str = "<arrays>") -> "Qrels":
+        """Build from three parallel sequences (lists, NumPy or Arrow arrays)."""
+        q = pa.array(query_ids, pa.string()).dictionary_encode()
+        d = pa.array(doc_ids, pa.string()).dictionary_encode()
+        g = np.asarray(grades)
+        if len(q) != len(d) or len(q) != len(g):
+            raise InputFormatError(source, None, "query_ids, doc_ids and grades differ in length")
+        if g.dtype.kind == "f":
+            if not np.all(np.isfinite(g)) or not np.all(g == np.round(g)):
+                row = int(np.argmax(~np.isfinite(g) | (g != np.round(g))))
+                raise InputFormatError(source, None, f"row {row}: grade {g[row]!r} is not an integer")
+        elif g.dtype.kind not in "iub":
+            raise InputFormatError(source, None, f"grades must be integers, got dtype {g.dtype}")
+        if len(g) == 0:
+            raise InputFormatError(source, None, "empty qrels: no judgments")
+        q_codes, q_vocab = dictionary_codes(pa.chunked_array([q]))
+        d_codes, d_vocab = dictionary_codes(pa.chunked_array([d]))
+        return cls._from_codes(q_codes, q_vocab, d_codes, d_vocab, g.astype(np.int64), source, None)
+
+    @classmethod
+    def _from_codes(cls, q_codes, q_vocab, d_codes, d_vocab, grades, source, line_of) -> "Qrels":
+        n_docs = max(len(d_vocab), 1)
+        keys = q_codes.astype(np.int64) * n_docs + d_codes
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        dup = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+        if len(dup):
+            first, second = int(order[dup[0]]), int(order[dup[0] + 1])
+            qid = q_vocab[int(q_codes[first])].as_py()
+            did = d_vocab[int(d_codes[first])].as_py()
+            where = f" (lines {line_of(first)} and {line_of(second)})" if line_of else f" (rows {first} and {second})"
+            raise InputFormatError(
+                source,
+                line_of(second) if line_of else None,
+                f"duplicate judgment for query {qid!r} doc {did!r}{where}",
+            )
+        return cls(
+            query_ids=q_vocab,
+            doc_ids=d_vocab,
+            query_codes=np.ascontiguousarray(q_codes[order], dtype=np.int64),
+            doc_codes=np.ascontiguousarray(d_codes[order], dtype=np.int64),
+            grades=np.ascontiguousarray(grades[order], dtype=np.int64),
+            source=source,
+        )
+
+    # ----------------------------------------------------------------- access
+    def __len__(self) -> int:
+        return len(self.grades)
+
+    @property
+    def num_queries(self) -> int:
+        return len(self.query_ids)
+
+    def query_id_list(self) -> list[str]:
+        return self.query_ids.to_pylist()
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        """The pytrec_eval / ranx shape ``{query_id: {doc_id: grade}}``."""
+        qids = self.query_ids.to_pylist()
+        dids = self.doc_ids.to_pylist()
+        out: dict[str, dict[str, int]] = {}
+        for q, d, g in zip(self.query_codes.tolist(), self.doc_codes.tolist(), self.grades.tolist()):
+            out.setdefault(qids[q], {})[dids[d]] = g
+        return out
+
+    def __repr__(self) -> str:
+        return f"Qrels({self.source!r}, queries={self.num_queries}, judgments={len(self)})"

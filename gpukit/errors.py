@@ -1,0 +1,25 @@
+"""Exception types. Every user-facing failure is a GpukitError subclass."""
+from __future__ import annotations
+
+
+class GpukitError(Exception):
+    """Base class for errors gpukit reports to users."""
+
+
+class InputFormatError(GpukitError, ValueError):
+    """Malformed input data; the message names the source, line and problem."""
+
+    def __init__(self, source: str, line: int | None, problem: str) -> None:
+        self.source = source
+        self.line = line
+        self.problem = problem
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {problem}")
+
+
+class MeasureError(GpukitError, ValueError):
+    """An unknown or malformed measure name or parameter."""
+
+
+class DeviceError(GpukitError, RuntimeError):
+    """A tensor is on the wrong device, or a requested device is unavailable."""

@@ -1,0 +1,201 @@
+"""``gpukit.evaluate``: form the ranking once, reduce it for every measure.
+
+Measures are grouped by (family, relevance level, gain) so that all cutoffs
+of a group come from one cumulative sum; every kernel works on the whole
+(T, K) batch. Only the final means are read back to the host.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable, Iterable, Sequence
+
+import torch
+
+from gpukit import metrics
+from gpukit.conventions import Convention, get_convention
+from gpukit.data.qrels import Qrels
+from gpukit.data.run import Run
+from gpukit.device import DeviceLike, resolve_device
+from gpukit.measures import Measure, MeasureLike, parse_measures
+from gpukit.ranking import RankedJudgments, form_ranking
+from gpukit.report import MeasureResult, Report, describe_conventions
+
+# A kernel adapter: (ranking, representative measure, cutoffs) ->
+# (values (T, C), defined (T, C) bool: the denominator is non-zero).
+Adapter = Callable[[RankedJudgments, Measure, list], tuple[torch.Tensor, torch.Tensor]]
+
+
+def _always(values: torch.Tensor) -> torch.Tensor:
+    return torch.ones_like(values, dtype=torch.bool)
+
+
+def _needs_relevant(r: RankedJudgments, m: Measure, values: torch.Tensor) -> torch.Tensor:
+    return (r.num_relevant(m.rel) > 0)[:, None].expand_as(values)
+
+
+def _precision(r, m, cuts):
+    v = metrics.precision(r.relevant(m.rel), cuts)
+    return v, _always(v)
+
+
+def _recall(r, m, cuts):
+    v = metrics.recall(r.relevant(m.rel), r.num_relevant(m.rel), cuts)
+    return v, _needs_relevant(r, m, v)
+
+
+def _success(r, m, cuts):
+    v = metrics.success(r.relevant(m.rel), cuts)
+    return v, _always(v)
+
+
+def _rr(r, m, cuts):
+    v = metrics.reciprocal_rank(r.relevant(m.rel), cuts)
+    return v, _always(v)
+
+
+def _ap(r, m, cuts):
+    v = metrics.average_precision(r.relevant(m.rel), r.num_relevant(m.rel), cuts)
+    return v, _needs_relevant(r, m, v)
+
+
+def _rprec(r, m, cuts):
+    v = metrics.r_precision(r.relevant(m.rel), r.num_relevant(m.rel))
+    return v, _needs_relevant(r, m, v)
+
+
+def _bpref(r, m, cuts):
+    num_rel = r.num_relevant(m.rel)
+    judged_nonrel = r.judged() & ~r.relevant(m.rel)
+    v = metrics.bpref(r.relevant(m.rel), judged_nonrel, num_rel, r.num_judged() - num_rel)
+    return v, _needs_relevant(r, m, v)
+
+
+def _ndcg(r, m, cuts):
+    v, idcg = metrics.ndcg(metrics.gains(r.grades, m.gain), metrics.ideal_gains(r.ideal, m.gain), cuts)
+    return v, idcg > 0
+
+
+def _dcg(r, m, cuts):
+    v = metrics.dcg(metrics.gains(r.grades, m.gain), cuts)
+    return v, _always(v)
+
+
+def _judged(r, m, cuts):
+    v = metrics.judged_at_k(r.judged(), cuts)
+    return v, _always(v)
+
+
+def _num_ret(r, m, cuts):
+    v = r.num_ret.to(torch.float64)[:, None]
+    return v, _always(v)
+
+
+def _num_rel(r, m, cuts):
+    v = r.num_relevant(m.rel).to(torch.float64)[:, None]
+    return v, _always(v)
+
+
+def _num_rel_ret(r, m, cuts):
+    v = r.relevant(m.rel).sum(1).to(torch.float64)[:, None]
+    return v, _always(v)
+
+
+_ADAPTERS: dict[str, Adapter] = {
+    "P": _precision,
+    "R": _recall,
+    "Success": _success,
+    "RR": _rr,
+    "AP": _ap,
+    "Rprec": _rprec,
+    "Bpref": _bpref,
+    "nDCG": _ndcg,
+    "DCG": _dcg,
+    "Judged": _judged,
+    "NumRet": _num_ret,
+    "NumRel": _num_rel,
+    "NumRelRet": _num_rel_ret,
+}
+
+#: Measures whose per-query value is a count; their aggregate is a sum in trec_eval.
+COUNT_FAMILIES = frozenset({"NumRet", "NumRel", "NumRelRet"})
+
+
+def compute_measures(ranking: RankedJudgments, measures: Sequence[Measure]) -> dict[Measure, tuple[torch.Tensor, torch.Tensor]]:
+    """Per-query values and "defined" masks, each (T,), for every measure."""
+    groups: dict[tuple, list[Measure]] = defaultdict(list)
+    for m in measures:
+        groups[(m.family, m.rel, m.gain)].append(m)
+    out: dict[Measure, tuple[torch.Tensor, torch.Tensor]] = {}
+    for (family, _, _), members in groups.items():
+        cutoffs = [m.cutoff for m in members]
+        values, defined = _ADAPTERS[family](ranking, members[0], cutoffs)
+        for column, m in enumerate(members):
+            c = min(column, values.shape[1] - 1)  # cutoff-free families return one column
+            out[m] = (values[:, c], defined[:, c])
+    return out
+
+
+def evaluate(
+    qrels: Qrels,
+    run: Run,
+    measures: Iterable[MeasureLike] | MeasureLike,
+    *,
+    device: DeviceLike = None,
+    convention: str | Convention = "gpukit",
+    complete: bool | None = None,
+    max_depth: int | None = None,
+    relevance_level: int | None = None,
+    score_dtype: torch.dtype = torch.float64,
+) -> Report:
+    """Evaluate one run against judgments.
+
+    Args:
+        qrels, run: judgments and the run to score.
+        measures: names (``"nDCG@10"``, ``"P(rel=2)@5"``, ``"ndcg_cut.10"``,
+            ``"map"``, ...) or ``Measure`` values.
+        device: where to compute. ``None`` uses the run's device (no copy);
+            ``"auto"`` picks CUDA when present. A run on another device is
+            copied there once, explicitly, as asked.
+        convention: ``"gpukit"`` (default) or ``"trec_eval"``; see
+            :mod:`gpukit.conventions`.
+        complete: override the convention's topic set (``True`` = all qrels
+            queries, as ``trec_eval -c``).
+        max_depth: only the top ``max_depth`` documents of each ranking count
+            (``trec_eval -M``), applied after sorting.
+        relevance_level: grade counted as relevant by binary measures that do
+            not state ``rel=`` themselves (``trec_eval -l``). Default 1.
+        score_dtype: precision in which scores are compared for sorting.
+
+    Returns:
+        A :class:`~gpukit.report.Report` with per-query values, means, the
+        evaluated and omitted counts, and the conventions of every measure.
+    """
+    conv = convention if isinstance(convention, Convention) else get_convention(convention, complete)
+    if isinstance(convention, Convention) and complete is not None:
+        conv = Convention(conv.name, complete, conv.omit_undefined)
+    parsed = parse_measures(measures, rel=relevance_level)
+    target = run.device if device is None else resolve_device(device)
+    if run.device != target:
+        run = run.to(target)
+    ranking = form_ranking(qrels, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
+    values = compute_measures(ranking, parsed)
+    results: dict[Measure, MeasureResult] = {}
+    for m in parsed:
+        per_query, defined = values[m]
+        mask = defined if conv.omit_undefined else torch.ones_like(defined)
+        results[m] = MeasureResult.build(
+            m,
+            per_query,
+            mask,
+            describe_conventions(m, conv, max_depth=max_depth, score_dtype=score_dtype),
+            aggregate="sum" if (m.family in COUNT_FAMILIES and conv.name == "trec_eval") else "mean",
+        )
+    return Report(
+        run_name=run.name,
+        query_ids=ranking.query_ids,
+        results=results,
+        convention=conv,
+        queries_not_in_run=int((~ranking.in_run).sum()),
+        run_queries_not_in_qrels=ranking.run_queries_not_in_qrels,
+        device=str(target),
+    )

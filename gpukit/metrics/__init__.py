@@ -1,0 +1,36 @@
+"""Functional metric kernels on padded (Q, K) tensors, any device.
+
+No function here loops over queries in Python. Each takes ranked relevance
+(or gains) in rank order and a list of cutoffs, and returns float64 (Q, C).
+"""
+from gpukit.metrics.binary import (
+    average_precision,
+    bpref,
+    first_relevant_rank,
+    precision,
+    r_precision,
+    recall,
+    reciprocal_rank,
+    success,
+)
+from gpukit.metrics.coverage import judged_at_k
+from gpukit.metrics.cutoffs import prefix_at
+from gpukit.metrics.graded import dcg, discounts, gains, ideal_gains, ndcg
+
+__all__ = [
+    "average_precision",
+    "bpref",
+    "dcg",
+    "discounts",
+    "first_relevant_rank",
+    "gains",
+    "ideal_gains",
+    "judged_at_k",
+    "ndcg",
+    "precision",
+    "prefix_at",
+    "r_precision",
+    "recall",
+    "reciprocal_rank",
+    "success",
+]

@@ -1,0 +1,13 @@
+"""Measures of the ranking itself rather than of relevance."""
+from __future__ import annotations
+
+import torch
+
+from gpukit.metrics.cutoffs import Cutoffs, cutoff_values, prefix_at, truncate
+
+
+def judged_at_k(judged: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+    """Judged@k = |judged documents in the top k| / k, (Q, C)."""
+    judged = truncate(judged, cutoffs)
+    k = cutoff_values(cutoffs, torch.full((judged.shape[0],), judged.shape[1], device=judged.device))
+    return prefix_at(judged.to(torch.float64).cumsum(1), cutoffs) / k.clamp(min=1)

@@ -1,0 +1,53 @@
+"""Graded measures: gains, DCG@k and nDCG@k.
+
+DCG@k = sum_{i=1..k} gain(grade_i) / log2(i + 1): discount weights 1, 0.6309,
+0.5, ... Gains: ``linear`` gain = grade, ``exp`` gain = 2**grade - 1, or a
+custom {grade: gain} mapping (unlisted grades keep gain = grade). Documents
+that are unjudged, or judged with a grade <= 0, gain 0 unless a custom
+mapping gives grade 0 a gain. The ideal DCG sorts the positive gains of all
+judged documents of the query, retrieved or not (trec_eval's ndcg_cut).
+"""
+from __future__ import annotations
+
+import torch
+
+from gpukit.measures import Gain
+from gpukit.metrics.cutoffs import Cutoffs, prefix_at, safe_divide, truncate
+
+
+def gains(grades: torch.Tensor, gain: Gain) -> torch.Tensor:
+    """Map an integer grade tensor (any shape) to float64 gains."""
+    g = grades.to(torch.float64)
+    positive = g > 0
+    if gain == "exp":
+        return torch.where(positive, torch.exp2(g.clamp(max=1000)) - 1.0, torch.zeros_like(g))
+    out = torch.where(positive, g, torch.zeros_like(g))
+    if isinstance(gain, tuple):
+        for grade, value in gain:
+            if grade >= 0:
+                out = torch.where(grades == grade, torch.full_like(out, value), out)
+    return out
+
+
+def discounts(width: int, device: torch.device) -> torch.Tensor:
+    """1 / log2(rank + 1) for ranks 1..width."""
+    return 1.0 / torch.log2(torch.arange(2, width + 2, device=device, dtype=torch.float64))
+
+
+def dcg(ranked_gains: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+    """DCG at each cutoff, (Q, C)."""
+    ranked_gains = truncate(ranked_gains, cutoffs)
+    weighted = ranked_gains * discounts(ranked_gains.shape[1], ranked_gains.device)
+    return prefix_at(weighted.cumsum(1), cutoffs)
+
+
+def ideal_gains(judged_grades: torch.Tensor, gain: Gain) -> torch.Tensor:
+    """Positive gains of all judged documents, sorted descending, (Q, L)."""
+    g = gains(judged_grades, gain).masked_fill(judged_grades < 0, 0.0).clamp(min=0.0)
+    return torch.sort(g, dim=1, descending=True).values
+
+
+def ndcg(ranked_gains: torch.Tensor, ideal: torch.Tensor, cutoffs: Cutoffs) -> tuple[torch.Tensor, torch.Tensor]:
+    """(nDCG, IDCG) at each cutoff, each (Q, C); nDCG is 0 where IDCG is 0."""
+    idcg = dcg(ideal, cutoffs)
+    return safe_divide(dcg(ranked_gains, cutoffs), idcg), idcg

@@ -1,0 +1,204 @@
+"""Reports: every score travels with the conventions that produced it."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from gpukit.conventions import TIE_BREAK, Convention
+from gpukit.measures import Measure, MeasureLike, parse_measure
+
+
+def describe_conventions(m: Measure, conv: Convention, *, max_depth: int | None, score_dtype: torch.dtype) -> dict[str, str]:
+    """The conventions of one measure, in words, for the report."""
+    out: dict[str, str] = {"convention": conv.name}
+    if m.is_binary:
+        out["relevance"] = f"grade >= {m.rel} is relevant"
+    if m.is_graded:
+        if m.gain == "exp":
+            out["gain"] = "2^grade - 1 (exponential); grade <= 0 or unjudged gains 0"
+        elif isinstance(m.gain, tuple):
+            out["gain"] = "custom " + ", ".join(f"grade {g} -> {v:g}" for g, v in m.gain) + "; other grades: gain = grade (> 0)"
+        else:
+            out["gain"] = "grade (linear); grade <= 0 or unjudged gains 0"
+        out["discount"] = "1 / log2(rank + 1)"
+        out["ideal"] = "all judged documents of the query, sorted by gain"
+    out["cutoff"] = str(m.cutoff) if m.cutoff is not None else "full ranking"
+    if max_depth is not None:
+        out["max_depth"] = str(max_depth)
+    out["tie_break"] = TIE_BREAK
+    out["topics"] = conv.topic_rule()
+    out["zero_rule"] = conv.zero_rule()
+    out["aggregation"] = "unweighted mean over evaluated queries"
+    out["score_precision"] = str(score_dtype).replace("torch.", "")
+    return out
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """One measure over one run.
+
+    ``per_query`` is float64 (T,) aligned with the report's ``query_ids``,
+    NaN where the query was omitted; ``mask`` is True where evaluated.
+    """
+
+    measure: Measure
+    per_query: torch.Tensor
+    mask: torch.Tensor
+    mean: float
+    evaluated: int
+    omitted: int
+    conventions: dict[str, str] = field(default_factory=dict)
+    aggregate: str = "mean"
+
+    @classmethod
+    def build(cls, measure: Measure, values: torch.Tensor, mask: torch.Tensor, conventions: dict[str, str], aggregate: str = "mean") -> "MeasureResult":
+        per_query = torch.where(mask, values, torch.full_like(values, float("nan")))
+        evaluated = int(mask.sum())
+        total = float(values.masked_fill(~mask, 0.0).sum())
+        if aggregate == "sum":
+            value = total
+            conventions = {**conventions, "aggregation": "sum over queries (trec_eval count measure)"}
+        else:
+            value = total / evaluated if evaluated else float("nan")
+        return cls(measure, per_query, mask, value, evaluated, int(mask.numel()) - evaluated, conventions, aggregate)
+
+    @property
+    def name(self) -> str:
+        return str(self.measure)
+
+
+@dataclass(frozen=True)
+class Report:
+    """Scores of one run: per measure a :class:`MeasureResult`."""
+
+    run_name: str
+    query_ids: list[str]
+    results: dict[Measure, MeasureResult]
+    convention: Convention
+    queries_not_in_run: int = 0
+    run_queries_not_in_qrels: int = 0
+    device: str = "cpu"
+
+    def __getitem__(self, key: MeasureLike) -> MeasureResult:
+        measure = key if isinstance(key, Measure) else parse_measure(key)
+        try:
+            return self.results[measure]
+        except KeyError:
+            known = ", ".join(str(m) for m in self.results)
+            raise KeyError(f"{key!r} was not evaluated; this report has: {known}") from None
+
+    @property
+    def measures(self) -> list[Measure]:
+        return list(self.results)
+
+    def means(self) -> dict[str, float]:
+        return {str(m): r.mean for m, r in self.results.items()}
+
+    def per_query(self) -> dict[str, dict[str, float]]:
+        """{query_id: {measure: value}}; omitted queries are left out."""
+        out: dict[str, dict[str, float]] = {q: {} for q in self.query_ids}
+        for m, r in self.results.items():
+            for q, v, keep in zip(self.query_ids, r.per_query.tolist(), r.mask.tolist()):
+                if keep:
+                    out[q][str(m)] = v
+        return out
+
+    # -------------------------------------------------------------- formats
+    def to_dict(self, per_query: bool = False) -> dict[str, Any]:
+        """The ``--format json`` object for this run."""
+        out: dict[str, Any] = {
+            "run": self.run_name,
+            "convention": self.convention.name,
+            "topics": len(self.query_ids),
+            "queries_not_in_run": self.queries_not_in_run,
+            "run_queries_not_in_qrels": self.run_queries_not_in_qrels,
+            "measures": {
+                str(m): {
+                    "mean": _json_float(r.mean),
+                    "evaluated": r.evaluated,
+                    "omitted": r.omitted,
+                    "conventions": r.conventions,
+                }
+                for m, r in self.results.items()
+            },
+        }
+        if per_query:
+            out["per_query"] = self.per_query()
+        return out
+
+    def to_json(self, per_query: bool = False) -> str:
+        return json.dumps(self.to_dict(per_query), indent=2)
+
+    def to_table(self, per_query: bool = False) -> str:
+        """A human-readable table with evaluated/omitted counts and a legend."""
+        lines = [f"run: {self.run_name}    convention: {self.convention.name}    device: {self.device}"]
+        lines.append(
+            f"topics: {len(self.query_ids)} ({self.convention.topic_rule()}); "
+            f"qrels queries missing from run: {self.queries_not_in_run}; run queries without judgments (ignored): {self.run_queries_not_in_qrels}"
+        )
+        width = max([len(str(m)) for m in self.results] + [7])
+        lines.append(f"{'measure':<{width}}  {'value':>8}  {'evaluated':>9}  {'omitted':>7}  conventions")
+        for m, r in self.results.items():
+            c = r.conventions
+            note = "; ".join(v for k, v in c.items() if k in ("relevance", "gain") and v)
+            lines.append(f"{str(m):<{width}}  {_fmt(r.mean):>8}  {r.evaluated:>9}  {r.omitted:>7}  {note}")
+        lines.append(f"zero rule: {self.convention.zero_rule()}")
+        lines.append(f"ties: {next(iter(self.results.values())).conventions['tie_break'] if self.results else ''}; discount (DCG family): 1/log2(rank+1); aggregation: unweighted mean")
+        if per_query:
+            lines.append("")
+            for q, values in self.per_query().items():
+                lines.append(q + "  " + "  ".join(f"{k}={_fmt(v)}" for k, v in values.items()))
+        return "\n".join(lines)
+
+    def to_trec(self, per_query: bool = False) -> str:
+        """trec_eval's three-column layout ``measure <tab> qid|all <tab> value``."""
+        lines = []
+        if per_query:
+            for m, r in self.results.items():
+                for q, v, keep in zip(self.query_ids, r.per_query.tolist(), r.mask.tolist()):
+                    if keep:
+                        lines.append(f"{trec_name(m):<22}\t{q}\t{_trec_value(m, v)}")
+        lines.append(f"{'runid':<22}\tall\t{self.run_name}")
+        lines.append(f"{'num_q':<22}\tall\t{len(self.query_ids)}")
+        for m, r in self.results.items():
+            lines.append(f"{trec_name(m):<22}\tall\t{_trec_value(m, r.mean)}")
+        return "\n".join(lines)
+
+
+_TREC_NAMES = {
+    "P": "P_{k}",
+    "R": "recall_{k}",
+    "Success": "success_{k}",
+    "nDCG": "ndcg_cut_{k}",
+    "AP": "map_cut_{k}",
+}
+_TREC_PLAIN = {"AP": "map", "RR": "recip_rank", "Rprec": "Rprec", "Bpref": "bpref", "nDCG": "ndcg", "NumRet": "num_ret", "NumRel": "num_rel", "NumRelRet": "num_rel_ret"}
+
+
+def trec_name(m: Measure) -> str:
+    """trec_eval's output name where one exists (``P_10``, ``ndcg_cut_10``), else the canonical one."""
+    default_params = (m.rel in (None, 1)) and (m.gain in (None, "linear"))
+    if default_params:
+        if m.cutoff is not None and m.family in _TREC_NAMES:
+            return _TREC_NAMES[m.family].format(k=m.cutoff)
+        if m.cutoff is None and m.family in _TREC_PLAIN:
+            return _TREC_PLAIN[m.family]
+    return str(m)
+
+
+def _trec_value(m: Measure, v: float) -> str:
+    if m.family in ("NumRet", "NumRel", "NumRelRet"):
+        return str(int(round(v)))
+    return f"{v:.4f}"
+
+
+def _fmt(v: float) -> str:
+    return "nan" if math.isnan(v) else f"{v:.4f}"
+
+
+def _json_float(v: float) -> float | None:
+    return None if math.isnan(v) else v
