@@ -57,12 +57,13 @@ class Run:
     def from_trec(cls, path: str | os.PathLike, name: str | None = None, dedup: Dedup = "error") -> "Run":
         """Read a TREC run ``qid Q0 docno rank score tag`` (plain or gzip).
 
-        The rank column is ignored (trec_eval re-ranks by score). NaN scores are
+        The rank column is ignored (trec_eval re-ranks by score), and so is
+        anything after the run tag on a line, as trec_eval does. NaN scores are
         an error. A document retrieved twice for one query is an error naming
         both lines, unless ``dedup`` is ``"max"`` (keep the higher score) or
         ``"first"`` (keep the first line).
         """
-        table = read_table(path, _TREC_RUN_COLUMNS, "run")
+        table = read_table(path, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
         q_codes, q_vocab = dictionary_codes(table.columns["query_id"])
         d_codes, d_vocab = dictionary_codes(table.columns["doc_id"])
         scores = table.columns["score"].to_numpy()

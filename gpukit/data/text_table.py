@@ -28,7 +28,7 @@ BLOCK_BYTES = 64 << 20
 
 _WS_RUN = re.compile(rb"[ \t\r\f\v]+")
 _EDGE_SPACE = re.compile(rb"^ | $", re.MULTILINE)
-_COMMENT_LINE = re.compile(rb"^#[^\n]*", re.MULTILINE)
+_COMMENT_LINE = re.compile(rb"^[ \t]*#[^\n]*", re.MULTILINE)
 
 STRING_DICT = pa.dictionary(pa.int32(), pa.string())
 
@@ -103,7 +103,9 @@ def _arrow_type(kind: str) -> pa.DataType:
     return {"id": STRING_DICT, "float": pa.float64(), "int": pa.int64(), "skip": pa.string()}[kind]
 
 
-def _diagnose(source: str, block: bytes, first_line: int, columns: Sequence[Column], what: str) -> InputFormatError:
+def _diagnose(
+    source: str, block: bytes, first_line: int, columns: Sequence[Column], what: str, extra_ok: bool = False
+) -> InputFormatError:
     """Find the first bad line in a block by a plain scan and describe it."""
     for i, raw in enumerate(block.split(b"\n")):
         line_no = first_line + i
@@ -114,10 +116,11 @@ def _diagnose(source: str, block: bytes, first_line: int, columns: Sequence[Colu
         except UnicodeDecodeError as exc:
             return InputFormatError(source, line_no, f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
         fields = text.split()
-        if len(fields) != len(columns):
+        if len(fields) < len(columns) or (len(fields) > len(columns) and not extra_ok):
             names = " ".join(c.name for c in columns)
+            expected = f"at least {len(columns)}" if extra_ok else str(len(columns))
             return InputFormatError(
-                source, line_no, f"expected {len(columns)} columns ({names}) in a {what} file, got {len(fields)}: {text.strip()!r}"
+                source, line_no, f"expected {expected} columns ({names}) in a {what} file, got {len(fields)}: {text.strip()!r}"
             )
         for col, value in zip(columns, fields):
             if col.kind == "float":
@@ -133,8 +136,21 @@ def _diagnose(source: str, block: bytes, first_line: int, columns: Sequence[Colu
     return InputFormatError(source, None, f"could not parse the {what} file (no single bad line found in lines {first_line}+)")
 
 
-def read_table(path: str | os.PathLike, columns: Sequence[Column], what: str) -> ParsedTable:
-    """Read a whitespace-separated table; ``what`` names the format in errors."""
+def _cut_extra_fields(block: bytes, n_fields: int) -> bytes:
+    """Drop everything after the ``n_fields``-th field of each (normalised) line."""
+    pattern = re.compile(rb"^((?:[^ \n]+ ){%d}[^ \n]+) [^\n]*" % (n_fields - 1), re.MULTILINE)
+    return pattern.sub(rb"\1", block)
+
+
+def read_table(
+    path: str | os.PathLike, columns: Sequence[Column], what: str, rest_of_line_ignored: bool = False
+) -> ParsedTable:
+    """Read a whitespace-separated table; ``what`` names the format in errors.
+
+    With ``rest_of_line_ignored`` a line may carry more fields than columns and
+    the extra ones are ignored (trec_eval reads the run tag and skips the rest
+    of the line); too few fields is always an error.
+    """
     source = os.fspath(path)
     if not os.path.exists(source):
         raise InputFormatError(source, None, "no such file")
@@ -176,7 +192,17 @@ def read_table(path: str | os.PathLike, columns: Sequence[Column], what: str) ->
                 try:
                     table = pacsv.read_csv(pa.py_buffer(normalised), read_options=read, parse_options=parse, convert_options=convert)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    raise _diagnose(source, block, line_no, columns, what) from None
+                    table = None
+                    if rest_of_line_ignored:
+                        try:
+                            table = pacsv.read_csv(
+                                pa.py_buffer(_cut_extra_fields(normalised, len(columns))),
+                                read_options=read, parse_options=parse, convert_options=convert,
+                            )
+                        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                            table = None
+                    if table is None:
+                        raise _diagnose(source, block, line_no, columns, what, rest_of_line_ignored) from None
                 for name in wanted:
                     chunks[name].extend(table.column(name).chunks)
                 rows = table.num_rows

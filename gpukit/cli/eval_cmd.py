@@ -1,0 +1,66 @@
+"""``gpukit eval QRELS RUN [RUN ...] -m MEASURE ...``"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+
+from gpukit.data.qrels import Qrels
+from gpukit.data.run import Run
+from gpukit.device import resolve_device
+from gpukit.evaluation import evaluate
+from gpukit.measures import parse_measures
+
+DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "RR@10", "AP", "Rprec"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "eval",
+        help="evaluate TREC runs against qrels",
+        description="Evaluate one or more TREC runs against one qrels file (parsed once).",
+    )
+    p.add_argument("qrels", help="TREC qrels file (qid iter docno grade), plain or .gz")
+    p.add_argument("runs", nargs="+", help="TREC run files (qid Q0 docno rank score tag)")
+    p.add_argument(
+        "-m", "--measure", action="append", dest="measures", metavar="MEASURE",
+        help="measure name: nDCG@10, P(rel=2)@5, AP, RR@10, ... or trec_eval/ranx aliases "
+        f"(repeatable; default: {' '.join(DEFAULT_MEASURES)})",
+    )
+    p.add_argument("-l", "--relevance-level", type=int, default=None, help="grade counted as relevant by binary measures (default 1)")
+    p.add_argument("--convention", choices=["gpukit", "trec_eval"], default="gpukit")
+    p.add_argument("-c", "--complete", action="store_true", default=None, help="score qrels topics missing from the run as 0 (trec_eval -c)")
+    p.add_argument("-M", "--max-depth", type=int, default=None, help="only the top N documents of each ranking count (trec_eval -M)")
+    p.add_argument("-q", "--per-query", action="store_true", help="also print per-query values")
+    p.add_argument("--format", choices=["table", "json", "trec"], default="table")
+    p.add_argument("--device", default="cpu", help="auto, cpu or cuda[:n] (default cpu)")
+    p.add_argument("--score-precision", choices=["float64", "float32"], default="float64", help="precision in which scores are compared when sorting")
+    p.add_argument("--dedup", choices=["error", "max", "first"], default="error", help="what to do with a document retrieved twice for a query")
+    p.set_defaults(func=run_eval)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    measures = parse_measures(args.measures or DEFAULT_MEASURES, rel=args.relevance_level)
+    device = resolve_device(args.device)
+    qrels = Qrels.from_trec(args.qrels)
+    score_dtype = torch.float32 if args.score_precision == "float32" else torch.float64
+    reports = []
+    for path in args.runs:
+        run = Run.from_trec(path, dedup=args.dedup).to(device)
+        reports.append(
+            evaluate(
+                qrels, run, measures, convention=args.convention, complete=args.complete,
+                max_depth=args.max_depth, score_dtype=score_dtype,
+            )
+        )
+    out = sys.stdout
+    if args.format == "json":
+        for report in reports:
+            out.write(json.dumps(report.to_dict(per_query=args.per_query)) + "\n")
+    elif args.format == "trec":
+        out.write("\n".join(r.to_trec(per_query=args.per_query) for r in reports) + "\n")
+    else:
+        out.write("\n\n".join(r.to_table(per_query=args.per_query) for r in reports) + "\n")
+    return 0
