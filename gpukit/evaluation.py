@@ -17,6 +17,7 @@ from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.measures import Measure, MeasureLike, parse_measures
+from gpukit.metrics.cutoffs import truncate
 from gpukit.ranking import RankedJudgments, form_ranking
 from gpukit.report import MeasureResult, Report, describe_conventions
 
@@ -34,17 +35,17 @@ def _needs_relevant(r: RankedJudgments, m: Measure, values: torch.Tensor) -> tor
 
 
 def _precision(r, m, cuts):
-    v = metrics.precision(r.relevant(m.rel), cuts)
+    v = metrics.precision(r.relevant(m.rel), cuts, hits=r.running_hits(m.rel))
     return v, _always(v)
 
 
 def _recall(r, m, cuts):
-    v = metrics.recall(r.relevant(m.rel), r.num_relevant(m.rel), cuts)
+    v = metrics.recall(r.relevant(m.rel), r.num_relevant(m.rel), cuts, hits=r.running_hits(m.rel))
     return v, _needs_relevant(r, m, v)
 
 
 def _success(r, m, cuts):
-    v = metrics.success(r.relevant(m.rel), cuts)
+    v = metrics.success(r.relevant(m.rel), cuts, hits=r.running_hits(m.rel))
     return v, _always(v)
 
 
@@ -54,12 +55,12 @@ def _rr(r, m, cuts):
 
 
 def _ap(r, m, cuts):
-    v = metrics.average_precision(r.relevant(m.rel), r.num_relevant(m.rel), cuts)
+    v = metrics.average_precision(r.relevant(m.rel), r.num_relevant(m.rel), cuts, hits=r.running_hits(m.rel))
     return v, _needs_relevant(r, m, v)
 
 
 def _rprec(r, m, cuts):
-    v = metrics.r_precision(r.relevant(m.rel), r.num_relevant(m.rel))
+    v = metrics.r_precision(r.relevant(m.rel), r.num_relevant(m.rel), hits=r.running_hits(m.rel))
     return v, _needs_relevant(r, m, v)
 
 
@@ -71,12 +72,13 @@ def _bpref(r, m, cuts):
 
 
 def _ndcg(r, m, cuts):
-    v, idcg = metrics.ndcg(metrics.gains(r.grades, m.gain), metrics.ideal_gains(r.ideal, m.gain), cuts)
+    ideal = metrics.ideal_gains(r.ideal, m.gain)
+    v, idcg = metrics.ndcg(metrics.gains(truncate(r.grades, cuts), m.gain), ideal, cuts)
     return v, idcg > 0
 
 
 def _dcg(r, m, cuts):
-    v = metrics.dcg(metrics.gains(r.grades, m.gain), cuts)
+    v = metrics.dcg(metrics.gains(truncate(r.grades, cuts), m.gain), cuts)
     return v, _always(v)
 
 

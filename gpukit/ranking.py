@@ -9,7 +9,7 @@ cheap reduction over these tensors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +46,13 @@ class RankedJudgments:
     ideal: torch.Tensor
     in_run: torch.Tensor
     run_queries_not_in_qrels: int
+    # Masks and counts reused by several measures of one evaluation.
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def _cached(self, key: tuple, make):
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     @property
     def num_topics(self) -> int:
@@ -57,15 +64,19 @@ class RankedJudgments:
 
     def judged(self) -> torch.Tensor:
         """(T, K) bool: document judged (grade >= 0)."""
-        return self.grades >= 0
+        return self._cached(("judged",), lambda: self.grades >= 0)
 
     def relevant(self, rel: int) -> torch.Tensor:
         """(T, K) bool: document judged with grade >= ``rel``."""
-        return self.grades >= rel
+        return self._cached(("relevant", rel), lambda: self.grades >= rel)
+
+    def running_hits(self, rel: int) -> torch.Tensor:
+        """(T, K) int32: relevant documents at ranks 1..i, shared by P, R, AP, Rprec."""
+        return self._cached(("running_hits", rel), lambda: self.relevant(rel).cumsum(1, dtype=torch.int32))
 
     def num_relevant(self, rel: int) -> torch.Tensor:
         """(T,) number of judged documents with grade >= ``rel`` (retrieved or not)."""
-        return (self.ideal >= rel).sum(1)
+        return self._cached(("num_relevant", rel), lambda: (self.ideal >= rel).sum(1))
 
     def num_judged(self) -> torch.Tensor:
         return (self.ideal >= 0).sum(1)

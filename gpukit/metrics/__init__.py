@@ -11,6 +11,7 @@ from gpukit.metrics.binary import (
     r_precision,
     recall,
     reciprocal_rank,
+    running_hits,
     success,
 )
 from gpukit.metrics.coverage import judged_at_k
@@ -32,5 +33,6 @@ __all__ = [
     "r_precision",
     "recall",
     "reciprocal_rank",
+    "running_hits",
     "success",
 ]

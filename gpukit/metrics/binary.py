@@ -3,9 +3,10 @@
 Inputs are ranked relevance masks ``rel`` of shape (Q, K) (True where the
 document at that rank has grade >= the relevance level; padding is False) and
 per-query counts. Every function takes a list of cutoffs and answers all of
-them from one cumulative sum, returning float64 (Q, C). Where a denominator
-is zero the value is 0 (trec_eval); whether such queries enter a mean is the
-evaluation layer's convention, not the kernel's.
+them from one cumulative sum, returning float64 (Q, C). A caller evaluating
+several measures may pass ``hits = running_hits(rel)`` to share that sum.
+Where a denominator is zero the value is 0 (trec_eval); whether such queries
+enter a mean is the evaluation layer's convention, not the kernel's.
 """
 from __future__ import annotations
 
@@ -14,26 +15,35 @@ import torch
 from gpukit.metrics.cutoffs import Cutoffs, cutoff_values, prefix_at, safe_divide, truncate
 
 
-def _hits(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
-    """Relevant documents in the top k, (Q, C)."""
-    rel = truncate(rel, cutoffs)
-    return prefix_at(rel.to(torch.float64).cumsum(1), cutoffs)
+def running_hits(rel: torch.Tensor) -> torch.Tensor:
+    """(Q, K) int32: relevant documents at ranks 1..i (exact, a quarter of float64's bytes)."""
+    return rel.cumsum(1, dtype=torch.int32)
 
 
-def precision(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+def _hits_at(rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None) -> torch.Tensor:
+    """Relevant documents in the top k, (Q, C) float64."""
+    if hits is None:
+        hits = running_hits(truncate(rel, cutoffs))
+    return prefix_at(hits, cutoffs).to(torch.float64)
+
+
+def _k(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+    return cutoff_values(cutoffs, torch.full((rel.shape[0],), rel.shape[1], device=rel.device))
+
+
+def precision(rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None = None) -> torch.Tensor:
     """P@k = |relevant in top k| / k (k, not the number retrieved, as trec_eval)."""
-    k = cutoff_values(cutoffs, torch.full((rel.shape[0],), rel.shape[1], device=rel.device))
-    return _hits(rel, cutoffs) / k.clamp(min=1)
+    return _hits_at(rel, cutoffs, hits) / _k(rel, cutoffs).clamp(min=1)
 
 
-def recall(rel: torch.Tensor, num_rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+def recall(rel: torch.Tensor, num_rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None = None) -> torch.Tensor:
     """R@k = |relevant in top k| / R, R = relevant judged docs for the query."""
-    return safe_divide(_hits(rel, cutoffs), num_rel[:, None])
+    return safe_divide(_hits_at(rel, cutoffs, hits), num_rel[:, None])
 
 
-def success(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+def success(rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None = None) -> torch.Tensor:
     """Success@k = 1 if any relevant document is in the top k, else 0."""
-    return (_hits(rel, cutoffs) > 0).to(torch.float64)
+    return (_hits_at(rel, cutoffs, hits) > 0).to(torch.float64)
 
 
 def first_relevant_rank(rel: torch.Tensor) -> torch.Tensor:
@@ -48,31 +58,38 @@ def first_relevant_rank(rel: torch.Tensor) -> torch.Tensor:
 def reciprocal_rank(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     """RR@k = 1 / rank of the first relevant document if it is within k, else 0."""
     first = first_relevant_rank(truncate(rel, cutoffs)).to(torch.float64)[:, None]
-    k = cutoff_values(cutoffs, torch.full((rel.shape[0],), rel.shape[1], device=rel.device))
-    return torch.where(first <= k, 1.0 / first, torch.zeros_like(first))
+    return torch.where(first <= _k(rel, cutoffs), 1.0 / first, torch.zeros_like(first))
 
 
-def average_precision(rel: torch.Tensor, num_rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+def average_precision(
+    rel: torch.Tensor, num_rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None = None
+) -> torch.Tensor:
     """AP@k = (1/R) * sum over relevant ranks i <= k of P@i.
 
     The denominator is R, all relevant judged documents, whether retrieved or
     not and whatever k is (trec_eval's map and map_cut).
     """
-    rel = truncate(rel, cutoffs).to(torch.float64)
+    rel = truncate(rel, cutoffs)
+    hits = running_hits(rel) if hits is None else hits[:, : rel.shape[1]]
     ranks = torch.arange(1, rel.shape[1] + 1, device=rel.device, dtype=torch.float64)
-    precision_at_rel = rel.cumsum(1) / ranks * rel
-    return safe_divide(prefix_at(precision_at_rel.cumsum(1), cutoffs), num_rel[:, None])
+    # Same-dtype in-place steps: mixed int/float/bool arithmetic is several
+    # times slower on CPU.
+    precision_at_rel = hits.to(torch.float64).div_(ranks).masked_fill_(~rel, 0.0)
+    if all(k is None for k in cutoffs):
+        summed = precision_at_rel.sum(1, keepdim=True).expand(-1, len(cutoffs))
+    else:
+        summed = prefix_at(precision_at_rel.cumsum_(1), cutoffs)
+    return safe_divide(summed, num_rel[:, None])
 
 
-def r_precision(rel: torch.Tensor, num_rel: torch.Tensor) -> torch.Tensor:
+def r_precision(rel: torch.Tensor, num_rel: torch.Tensor, hits: torch.Tensor | None = None) -> torch.Tensor:
     """Rprec = |relevant in top R| / R, (Q, 1)."""
     q, width = rel.shape
     if width == 0:
         return torch.zeros((q, 1), dtype=torch.float64, device=rel.device)
-    cum = rel.to(torch.float64).cumsum(1)
+    hits = running_hits(rel) if hits is None else hits
     col = (num_rel.clamp(min=1, max=width) - 1).to(torch.int64)
-    hits = cum.gather(1, col[:, None])
-    return safe_divide(hits, num_rel[:, None])
+    return safe_divide(hits.gather(1, col[:, None]).to(torch.float64), num_rel[:, None])
 
 
 def bpref(rel: torch.Tensor, judged_nonrel: torch.Tensor, num_rel: torch.Tensor, num_nonrel: torch.Tensor) -> torch.Tensor:
@@ -83,9 +100,9 @@ def bpref(rel: torch.Tensor, judged_nonrel: torch.Tensor, num_rel: torch.Tensor,
     documents ranked above r and N is the number of judged non-relevant
     documents. The term is 1 when n_r = 0. Unjudged documents are skipped.
     """
-    nonrel_above = judged_nonrel.to(torch.float64).cumsum(1)
+    nonrel_above = judged_nonrel.cumsum(1, dtype=torch.int32).to(torch.float64)
     r = num_rel.to(torch.float64)[:, None]
     cap = torch.minimum(num_nonrel.to(torch.float64)[:, None], r)
     penalty = safe_divide(torch.minimum(nonrel_above, r), cap.expand_as(nonrel_above))
-    terms = torch.where(nonrel_above > 0, 1.0 - penalty, torch.ones_like(penalty)) * rel
+    terms = torch.where(rel & (nonrel_above > 0), 1.0 - penalty, rel.to(torch.float64))
     return safe_divide(terms.sum(1, keepdim=True), num_rel[:, None])

@@ -10,4 +10,4 @@ def judged_at_k(judged: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     """Judged@k = |judged documents in the top k| / k, (Q, C)."""
     judged = truncate(judged, cutoffs)
     k = cutoff_values(cutoffs, torch.full((judged.shape[0],), judged.shape[1], device=judged.device))
-    return prefix_at(judged.to(torch.float64).cumsum(1), cutoffs) / k.clamp(min=1)
+    return prefix_at(judged.cumsum(1, dtype=torch.int32), cutoffs).to(torch.float64) / k.clamp(min=1)

@@ -17,11 +17,12 @@ from gpukit.metrics.cutoffs import Cutoffs, prefix_at, safe_divide, truncate
 
 def gains(grades: torch.Tensor, gain: Gain) -> torch.Tensor:
     """Map an integer grade tensor (any shape) to float64 gains."""
-    g = grades.to(torch.float64)
-    positive = g > 0
+    # Clamping at 0 first maps "not judged" (a large negative code) and
+    # negative grades to gain 0 in the same pass as the widening.
+    g = grades.clamp(min=0).to(torch.float64)
     if gain == "exp":
-        return torch.where(positive, torch.exp2(g.clamp(max=1000)) - 1.0, torch.zeros_like(g))
-    out = torch.where(positive, g, torch.zeros_like(g))
+        return torch.exp2(g.clamp_(max=1000)).sub_(1.0)
+    out = g
     if isinstance(gain, tuple):
         for grade, value in gain:
             if grade >= 0:
@@ -38,13 +39,20 @@ def dcg(ranked_gains: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     """DCG at each cutoff, (Q, C)."""
     ranked_gains = truncate(ranked_gains, cutoffs)
     weighted = ranked_gains * discounts(ranked_gains.shape[1], ranked_gains.device)
-    return prefix_at(weighted.cumsum(1), cutoffs)
+    return prefix_at(weighted.cumsum_(1), cutoffs)
 
 
 def ideal_gains(judged_grades: torch.Tensor, gain: Gain) -> torch.Tensor:
-    """Positive gains of all judged documents, sorted descending, (Q, L)."""
-    g = gains(judged_grades, gain).masked_fill(judged_grades < 0, 0.0).clamp(min=0.0)
-    return torch.sort(g, dim=1, descending=True).values
+    """Positive gains of all judged documents, sorted descending, (Q, L).
+
+    ``judged_grades`` must be sorted descending per row (as
+    ``RankedJudgments.ideal`` is); linear and exponential gains keep that
+    order, so only a custom mapping needs a sort.
+    """
+    g = gains(judged_grades, gain).clamp_(min=0.0)
+    if isinstance(gain, tuple):
+        g = torch.sort(g, dim=1, descending=True).values
+    return g
 
 
 def ndcg(ranked_gains: torch.Tensor, ideal: torch.Tensor, cutoffs: Cutoffs) -> tuple[torch.Tensor, torch.Tensor]:
