@@ -1,0 +1,129 @@
+"""``gpukit search``: top-k search of .npy embeddings, written as a TREC run.
+
+Output lines are ``qid Q0 docid rank score runname`` with ranks from 1 in
+the index's order (score descending, ties by smaller corpus row). Note that
+trec_eval re-sorts by score and breaks ties by doc id, not by this rank.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+import numpy as np
+import torch
+
+from gpukit.errors import InputFormatError
+from gpukit.index import ExactIndex, FaissIndex, IndexUsageError, SearchIndex
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "search",
+        help="exact or FAISS top-k search of embedding files, written as a TREC run",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--corpus", required=True, help="(N, d) corpus embeddings, .npy")
+    parser.add_argument("--queries", required=True, help="(Q, d) query embeddings, .npy")
+    parser.add_argument("--doc-ids", help="one doc id per line (default: row numbers)")
+    parser.add_argument("--query-ids", help="one query id per line (default: row numbers)")
+    parser.add_argument(
+        "--index", default="exact", help="'exact' (torch) or a faiss factory string such as 'IVF1024,Flat'"
+    )
+    parser.add_argument("-k", type=int, required=True, help="results per query (1 <= k <= N)")
+    parser.add_argument("--out", required=True, help="TREC run file to write")
+    parser.add_argument("--metric", choices=("ip", "cosine", "l2"), default="ip")
+    parser.add_argument(
+        "--dtype", choices=("fp32", "fp16", "bf16"), default="fp32", help="storage dtype of --index exact"
+    )
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    parser.add_argument("--nprobe", type=int, help="IVF lists to visit (faiss IVF indexes)")
+    parser.add_argument("--ef-search", type=int, help="HNSW search breadth (faiss HNSW indexes)")
+    parser.add_argument("--run-name", default="gpukit", help="last column of the run file")
+    parser.set_defaults(func=run_search)
+
+
+def run_search(args: argparse.Namespace) -> int:
+    """Load, index, search and write the run; returns the exit code."""
+    if any(ch.isspace() for ch in args.run_name) or not args.run_name:
+        raise IndexUsageError(f"--run-name must be one non-empty word; got {args.run_name!r}")
+    corpus = load_embeddings(args.corpus)
+    queries = load_embeddings(args.queries)
+    if corpus.shape[1] != queries.shape[1]:
+        problem = f"dimension {queries.shape[1]} differs from the corpus dimension {corpus.shape[1]}"
+        raise InputFormatError(args.queries, None, problem)
+    doc_ids = read_ids(args.doc_ids, corpus.shape[0])
+    query_ids = read_ids(args.query_ids, queries.shape[0])
+    index, search_options = build_index(args, corpus.shape[1])
+    # The user chose the device, so moving the loaded arrays there is explicit.
+    index.add(corpus.to(index.device))
+    scores, positions = index.search(queries.to(index.device), args.k, **search_options)
+    write_trec_run(args.out, query_ids, doc_ids, scores, positions, args.run_name)
+    return 0
+
+
+def build_index(args: argparse.Namespace, dim: int) -> tuple[SearchIndex, dict[str, int]]:
+    """The index the flags describe and the keyword options for its search()."""
+    if args.index == "exact":
+        if args.nprobe is not None or args.ef_search is not None:
+            raise IndexUsageError("--nprobe and --ef-search apply to faiss indexes, not --index exact")
+        return ExactIndex(dim, metric=args.metric, dtype=args.dtype, device=args.device), {}
+    if args.dtype != "fp32":
+        raise IndexUsageError("--dtype applies to --index exact; faiss indexes read float32")
+    options = {"nprobe": args.nprobe, "efSearch": args.ef_search}
+    index = FaissIndex(dim, spec=args.index, metric=args.metric, device=args.device)
+    return index, {name: value for name, value in options.items() if value is not None}
+
+
+def load_embeddings(path: str) -> torch.Tensor:
+    """A 2-D numeric .npy file as a float32 CPU tensor."""
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputFormatError(path, None, f"cannot read .npy: {exc}") from exc
+    numeric = np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)
+    if array.ndim != 2 or not numeric:
+        raise InputFormatError(path, None, f"expected a 2-D numeric array; got {array.dtype} {array.shape}")
+    return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
+
+
+def read_ids(path: str | None, rows: int) -> list[str]:
+    """Ids from a file with one id per line, or the row numbers when ``path`` is None."""
+    if path is None:
+        return [str(row) for row in range(rows)]
+    try:
+        with open(path, encoding="utf-8") as handle:
+            ids = handle.read().splitlines()
+    except OSError as exc:
+        raise InputFormatError(path, None, f"cannot read ids: {exc}") from exc
+    for line, value in enumerate(ids, start=1):
+        if not value or value != value.strip() or len(value.split()) != 1:
+            raise InputFormatError(path, line, f"an id must be one word without spaces; got {value!r}")
+    if len(ids) != rows:
+        raise InputFormatError(path, None, f"{len(ids)} ids for {rows} embedding rows")
+    return ids
+
+
+def write_trec_run(
+    path: str | os.PathLike[str],
+    query_ids: list[str],
+    doc_ids: list[str],
+    scores: torch.Tensor,
+    positions: torch.Tensor,
+    run_name: str,
+) -> None:
+    """Write ``qid Q0 docid rank score runname`` lines; ``-1`` (missing) results are skipped.
+
+    Scores use ``%.9g``, which round-trips float32 exactly.
+    """
+    score_rows = scores.cpu().tolist()
+    position_rows = positions.cpu().tolist()
+    with open(path, "w", encoding="utf-8") as handle:
+        for query_id, row_scores, row_positions in zip(query_ids, score_rows, position_rows):
+            lines = [
+                f"{query_id} Q0 {doc_ids[position]} {rank} {score:.9g} {run_name}\n"
+                for rank, (position, score) in enumerate(zip(row_positions, row_scores), start=1)
+                if position >= 0
+            ]
+            handle.writelines(lines)

@@ -1,0 +1,188 @@
+"""FAISS indexes behind the gpukit interface, with torch tensors in and out.
+
+``spec`` is any ``faiss.index_factory`` string (``"Flat"``, ``"IVF1024,Flat"``,
+``"IVF4096,PQ64"``, ``"HNSW32"``, ...). Metrics map to FAISS as
+``ip -> METRIC_INNER_PRODUCT``, ``cosine -> inner product on L2-normalised
+vectors`` and ``l2 -> METRIC_L2``; L2 scores are returned negated
+(``-|q - x|^2``) so larger is better, like :class:`~gpukit.index.ExactIndex`.
+
+The index lives on the GPU when ``device`` is CUDA and faiss has GPU support
+(``faiss.StandardGpuResources``); CUDA without it is a DeviceError, and
+``device="auto"`` picks CUDA only when both torch and faiss can use it.
+``faiss.contrib.torch_utils`` lets faiss read and write torch tensors
+directly (CPU tensors for CPU indexes, CUDA tensors for GPU indexes).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from gpukit.device import DeviceLike
+from gpukit.errors import DeviceError
+from gpukit.index.base import IndexUsageError, SearchIndex, as_matrix, canonical_device, check_k, check_metric
+
+try:
+    import faiss
+    import faiss.contrib.torch_utils  # noqa: F401  (patches faiss.Index methods for torch tensors)
+except ImportError:  # pragma: no cover - exercised only without faiss installed
+    faiss = None
+
+
+def faiss_has_gpu() -> bool:
+    """True when the installed faiss was built with GPU support."""
+    return faiss is not None and hasattr(faiss, "StandardGpuResources")
+
+
+def faiss_device(device: DeviceLike) -> torch.device:
+    """Resolve ``device`` for a FAISS index (see the module docstring)."""
+    if device is None or device == "auto":
+        use_gpu = torch.cuda.is_available() and faiss_has_gpu()
+        return canonical_device("cuda" if use_gpu else "cpu")
+    resolved = canonical_device(device)
+    if resolved.type == "cuda" and not faiss_has_gpu():
+        raise DeviceError(
+            f"device {resolved} requested but the installed faiss has no GPU support "
+            "(faiss.StandardGpuResources is missing); install faiss-gpu or use device='cpu'"
+        )
+    if resolved.type not in ("cpu", "cuda"):
+        raise DeviceError(f"faiss indexes run on cpu or cuda, not {resolved}")
+    return resolved
+
+
+def _search_parameter_defaults(cpu_index: Any) -> dict[str, int | None]:
+    """Current ``nprobe`` / ``efSearch`` of an index, None where not applicable."""
+    ivf = faiss.try_extract_index_ivf(cpu_index)
+    node = faiss.downcast_index(cpu_index)
+    # Walk through wrappers (pre-transforms, refinement) to the HNSW graph.
+    while not hasattr(node, "hnsw") and (hasattr(node, "index") or hasattr(node, "base_index")):
+        node = faiss.downcast_index(getattr(node, "index", None) or node.base_index)
+    return {
+        "nprobe": None if ivf is None else int(ivf.nprobe),
+        "efSearch": int(node.hnsw.efSearch) if hasattr(node, "hnsw") else None,
+    }
+
+
+class FaissIndex(SearchIndex):
+    """A faiss index built from a factory ``spec`` (see the module docstring).
+
+    IVF/PQ indexes need training: call :meth:`train`, or the first
+    :meth:`add` trains on the vectors it is given.
+    """
+
+    def __init__(
+        self, dim: int, spec: str = "Flat", metric: str = "ip", device: DeviceLike = "auto"
+    ) -> None:
+        if faiss is None:
+            raise IndexUsageError("FaissIndex needs faiss: pip install 'gpukit[faiss]'")
+        super().__init__(dim, check_metric(metric), faiss_device(device))
+        self.spec = spec
+        faiss_metric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
+        try:
+            cpu_index = faiss.index_factory(dim, spec, faiss_metric)
+        except RuntimeError as exc:
+            raise IndexUsageError(f"invalid faiss index spec {spec!r}: {exc}") from exc
+        self._install(cpu_index)
+
+    def _install(self, cpu_index: Any) -> None:
+        """Adopt ``cpu_index``, copying it to the GPU when the device is CUDA."""
+        self._parameter_defaults = _search_parameter_defaults(cpu_index)
+        if self.device.type != "cuda":
+            self._index = cpu_index
+            return
+        self._gpu_resources = faiss.StandardGpuResources()
+        try:
+            self._index = faiss.index_cpu_to_gpu(self._gpu_resources, self.device.index, cpu_index)
+        except RuntimeError as exc:
+            raise DeviceError(f"faiss cannot run index {self.spec!r} on GPU: {exc}") from exc
+
+    def _cpu_index(self) -> Any:
+        return faiss.index_gpu_to_cpu(self._index) if self.device.type == "cuda" else self._index
+
+    def _prepare(self, vectors: torch.Tensor) -> torch.Tensor:
+        """float32, contiguous, normalised for cosine: what faiss reads."""
+        vectors = vectors.float()
+        if self.metric == "cosine":
+            vectors = F.normalize(vectors, dim=1)
+        return vectors.contiguous()
+
+    # ---------------------------------------------------------------- data
+    @property
+    def ntotal(self) -> int:
+        return int(self._index.ntotal)
+
+    @property
+    def is_trained(self) -> bool:
+        return bool(self._index.is_trained)
+
+    def train(self, embeddings: Any) -> None:
+        """Train the index (IVF centroids, PQ codebooks) on ``(n, dim)`` vectors."""
+        self._train(self._prepare(as_matrix(embeddings, self.dim, self.device, "embeddings")))
+
+    def _train(self, vectors: torch.Tensor) -> None:
+        try:
+            self._index.train(vectors)
+        except RuntimeError as exc:
+            raise IndexUsageError(f"faiss could not train {self.spec!r}: {exc}") from exc
+
+    def _add_vectors(self, embeddings: torch.Tensor) -> None:
+        vectors = self._prepare(embeddings)
+        if not self.is_trained:
+            self._train(vectors)
+        self._index.add(vectors)
+
+    def memory_bytes(self) -> int:
+        """Size of the serialised faiss index plus external ids.
+
+        The serialised form holds the codes, lists and graphs that dominate
+        the in-memory footprint; computing it serialises the index (O(size)).
+        """
+        ids_bytes = 0 if self._external_ids is None else self._external_ids.numel() * 8
+        return int(faiss.serialize_index(self._cpu_index()).size) + ids_bytes
+
+    # -------------------------------------------------------------- search
+    def search(
+        self, queries: Any, k: int, nprobe: int | None = None, efSearch: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Top-``k`` ``(scores, indices)`` as float32 / int64 tensors on ``self.device``.
+
+        ``nprobe`` (IVF) and ``efSearch`` (HNSW) apply to this call only; when
+        omitted the index's defaults are used. Passing one the index does not
+        have is an IndexUsageError. Missing results are index ``-1``, score ``-inf``.
+        """
+        query_vectors = self._prepare(self.queries_tensor(queries))
+        k = check_k(k, self.ntotal)
+        self._set_search_parameters({"nprobe": nprobe, "efSearch": efSearch})
+        try:
+            distances, positions = self._index.search(query_vectors, k)
+        except RuntimeError as exc:
+            raise IndexUsageError(f"faiss search on {self.spec!r} failed: {exc}") from exc
+        scores = -distances if self.metric == "l2" else distances
+        scores = scores.masked_fill(positions < 0, float("-inf"))
+        return scores, self.positions_to_ids(positions)
+
+    def _set_search_parameters(self, requested: dict[str, int | None]) -> None:
+        """Set every applicable parameter: the requested value or the default
+        recorded at build time, so one call's setting never leaks into the next."""
+        space = faiss.GpuParameterSpace() if self.device.type == "cuda" else faiss.ParameterSpace()
+        for name, value in requested.items():
+            default = self._parameter_defaults[name]
+            if default is None:
+                if value is not None:
+                    raise IndexUsageError(f"{name} does not apply to faiss index {self.spec!r}")
+                continue
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise IndexUsageError(f"{name} must be a positive int; got {value!r}")
+            space.set_index_parameter(self._index, name, default if value is None else value)
+
+    # ------------------------------------------------------- serialisation
+    def _state(self) -> dict[str, Any]:
+        serialized = faiss.serialize_index(self._cpu_index())
+        return {"spec": self.spec, "faiss_index": torch.from_numpy(serialized.copy())}
+
+    @classmethod
+    def _from_state(cls, state: dict[str, Any], device: DeviceLike) -> "FaissIndex":
+        index = cls(state["dim"], spec=state["spec"], metric=state["metric"], device=device)
+        index._install(faiss.deserialize_index(state["faiss_index"].numpy()))
+        return index
