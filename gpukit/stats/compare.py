@@ -1,0 +1,427 @@
+"""``gpukit.compare``: significance tests of several systems against a baseline.
+
+Layering: :func:`compare` evaluates the runs (one :func:`gpukit.evaluate`
+per run), :func:`compare_per_query` works on per-query score tensors alone,
+and both end in the batched kernels of :mod:`gpukit.stats.resampling`,
+:mod:`~gpukit.stats.parametric` and :mod:`~gpukit.stats.risk`.
+
+For each measure, every non-baseline system is compared with the baseline on
+the queries where the measure is defined (omission depends on the qrels
+only, so the set is the same for every system -- checked). Per system and
+measure the table holds the mean, the mean difference to the baseline, the
+p-value of the chosen test (raw and corrected within the measure's family of
+``S - 1`` comparisons), a bootstrap percentile confidence interval of the
+mean difference, the paired effect size ``d_z = mean(d) / sd(d)`` (sd with
+ddof = 1), wins/ties/losses, URisk and TRisk.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import torch
+
+from gpukit.device import DeviceLike, resolve_device
+from gpukit.stats._common import StatsError, as_float64, t_statistic
+from gpukit.stats.corrections import adjust
+from gpukit.stats.parametric import paired_t_test, wilcoxon_signed_rank
+from gpukit.stats.resampling import paired_bootstrap, paired_randomization_test
+from gpukit.stats.risk import risk_reward
+
+TESTS = ("randomization", "t-test", "bootstrap", "wilcoxon")
+
+_TEST_DESCRIPTIONS = {
+    "randomization": "two-sided paired randomization (sign-flip) test on the mean difference, "
+    "p = (#{|mean_perm| >= |mean_obs|} + 1) / (n + 1)",
+    "t-test": "two-sided paired Student t-test (scipy.stats.ttest_rel)",
+    "bootstrap": "two-sided shifted paired bootstrap on the mean difference, "
+    "p = (#{|mean_b - mean_obs| >= |mean_obs|} + 1) / (n + 1)",
+    "wilcoxon": "two-sided Wilcoxon signed-rank test (scipy.stats.wilcoxon defaults: "
+    "zeros dropped, no continuity correction, method='auto')",
+}
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One system on one measure. Fields after ``is_baseline`` are None for the baseline."""
+
+    system: str
+    measure: str
+    mean: float
+    n_queries: int  #: queries entering the mean and the tests
+    is_baseline: bool
+    difference: float | None = None  #: mean(system) - mean(baseline)
+    p_value: float | None = None  #: corrected p-value
+    p_value_raw: float | None = None
+    ci_low: float | None = None  #: bootstrap percentile CI of the mean difference
+    ci_high: float | None = None
+    effect_size: float | None = None  #: mean(d) / sd(d), ddof = 1 (paired Cohen's d_z)
+    significant: bool | None = None  #: corrected p <= alpha
+    wins: int | None = None
+    ties: int | None = None
+    losses: int | None = None
+    urisk: float | None = None
+    trisk: float | None = None
+
+    @property
+    def marker(self) -> str:
+        """``"*"`` when significant, else ``""``; direction is the sign of the difference."""
+        return "*" if self.significant else ""
+
+
+@dataclass(frozen=True)
+class ComparisonSettings:
+    """How a comparison is run (validated on construction); see :func:`compare`."""
+
+    baseline: str | None = None
+    test: str = "randomization"
+    n_resamples: int = 10000
+    seed: int = 0
+    correction: str | None = "holm"
+    alpha: float = 0.05
+    confidence: float = 0.95
+    risk_alpha: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.test not in TESTS:
+            raise StatsError(f"unknown test {self.test!r}; choose one of {', '.join(TESTS)}")
+        if self.n_resamples < 1:
+            raise StatsError(f"n_resamples must be >= 1, got {self.n_resamples}")
+        if not 0.0 < self.alpha < 1.0:
+            raise StatsError(f"alpha must be in (0, 1), got {self.alpha}")
+        if not 0.0 < self.confidence < 1.0:
+            raise StatsError(f"confidence must be in (0, 1), got {self.confidence}")
+        if self.correction == "none":
+            object.__setattr__(self, "correction", None)
+        adjust([], self.correction)  # rejects unknown corrections up front
+
+    def describe(self) -> dict[str, Any]:
+        """The settings with the conventions behind them, in words."""
+        return {
+            "baseline": self.baseline,
+            "test": self.test,
+            "test_description": _TEST_DESCRIPTIONS[self.test],
+            "n_resamples": self.n_resamples,
+            "seed": self.seed,
+            "correction": self.correction or "none",
+            "correction_family": "all non-baseline systems, per measure",
+            "alpha": self.alpha,
+            "significance": "corrected p <= alpha",
+            "confidence": self.confidence,
+            "confidence_interval": "bootstrap percentile of the mean difference "
+            f"({self.n_resamples} resamples, seed {self.seed})",
+            "effect_size": "mean difference / standard deviation of per-query differences (ddof=1)",
+            "risk_alpha": self.risk_alpha,
+            "risk": "URisk = mean of d_i if d_i > 0 else (1 + alpha) d_i; TRisk = URisk / (sd / sqrt(c))",
+        }
+
+    def title(self) -> str:
+        resampled = self.test in ("randomization", "bootstrap")
+        test = f"{self.test} ({self.n_resamples} resamples, seed {self.seed})" if resampled else self.test
+        return (
+            f"baseline: {self.baseline}; test: {test}; correction: {self.correction or 'none'}; "
+            f"alpha: {self.alpha}; CI: {self.confidence:.0%} bootstrap percentile "
+            f"({self.n_resamples} resamples, seed {self.seed})"
+        )
+
+
+@dataclass(frozen=True)
+class ComparisonTable:
+    """Result of :func:`compare`: rows per (measure, system), plus the settings used."""
+
+    systems: list[str]  #: baseline first
+    measures: list[str]
+    rows: list[ComparisonRow]
+    settings: ComparisonSettings  #: with the baseline resolved
+    #: per measure, the evaluated query ids the differences are aligned with
+    query_ids: dict[str, list[str]] = field(default_factory=dict)
+    #: (system, measure) -> per-query differences to the baseline, float64 CPU
+    differences: dict[tuple[str, str], torch.Tensor] = field(default_factory=dict)
+
+    def row(self, system: str, measure: str) -> ComparisonRow:
+        for r in self.rows:
+            if r.system == system and r.measure == measure:
+                return r
+        raise KeyError(f"no row for system {system!r} and measure {measure!r}")
+
+    @property
+    def baseline(self) -> str:
+        return str(self.settings.baseline)
+
+    # ------------------------------------------------------------- formats
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready nested dict; non-finite floats become None."""
+        measures: dict[str, Any] = {}
+        for m in self.measures:
+            systems = {}
+            for r in self.rows:
+                if r.measure == m:
+                    # The baseline row carries only its mean: its comparison fields are None.
+                    entry = {
+                        k: _json_value(v) for k, v in asdict(r).items()
+                        if k not in ("system", "measure") and not (r.is_baseline and v is None)
+                    }
+                    if not r.is_baseline:
+                        entry["marker"] = r.marker
+                    systems[r.system] = entry
+            measures[m] = {"queries": len(self.query_ids.get(m, [])), "systems": systems}
+        return {**self.settings.describe(), "systems": list(self.systems), "measures": measures}
+
+    def to_text(self) -> str:
+        """Aligned plain-text table, one line per (measure, system), with a legend."""
+        conf = self.settings
+        ci = f"{round(conf.confidence * 100):d}% CI"
+        header = ["measure", "system", "mean", "diff", ci, "p", "p(raw)", "d_z", "W/T/L", "URisk", "TRisk"]
+        body = []
+        for r in self.rows:
+            if r.is_baseline:
+                body.append([r.measure, r.system, _num(r.mean), "(baseline)", "", "", "", "", "", "", ""])
+                continue
+            body.append([
+                r.measure, r.system, _num(r.mean), _num(r.difference, signed=True),
+                f"[{_num(r.ci_low, signed=True)}, {_num(r.ci_high, signed=True)}]",
+                _p(r.p_value) + r.marker, _p(r.p_value_raw), _num(r.effect_size, 2),
+                f"{r.wins}/{r.ties}/{r.losses}", _num(r.urisk, signed=True), _num(r.trisk, 2),
+            ])
+        widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
+        lines = [self.settings.title()]
+        for row in [header] + body:
+            cells = (c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+            lines.append("  ".join(cells).rstrip())
+        lines.append(
+            f"* corrected p <= {conf.alpha}. d_z: mean difference / sd of differences. "
+            f"W/T/L: queries better/tied/worse than the baseline (|diff| <= 1e-12 ties). "
+            f"URisk/TRisk with alpha = {conf.risk_alpha:g}."
+        )
+        counts = ", ".join(f"{m}: {len(self.query_ids.get(m, []))}" for m in self.measures)
+        lines.append(f"queries per measure: {counts}")
+        return "\n".join(lines)
+
+    def to_latex(self) -> str:
+        """A booktabs ``tabular``: systems x measures, mean with a significance marker."""
+        cols = "l" + "r" * len(self.measures)
+        lines = [
+            f"% {self.settings.title()}",
+            f"% $^{{*}}$: corrected p <= {self.settings.alpha} against the baseline",
+            f"\\begin{{tabular}}{{{cols}}}",
+            "\\toprule",
+            "System & " + " & ".join(_latex_escape(m) for m in self.measures) + " \\\\",
+            "\\midrule",
+        ]
+        for system in self.systems:
+            name = _latex_escape(system) + (" (baseline)" if system == self.baseline else "")
+            cells = []
+            for m in self.measures:
+                r = self.row(system, m)
+                cells.append(f"{r.mean:.4f}" + ("$^{*}$" if r.significant else ""))
+            lines.append(name + " & " + " & ".join(cells) + " \\\\")
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _num(v: float | None, digits: int = 4, signed: bool = False) -> str:
+    if v is None:
+        return ""
+    if not math.isfinite(v):
+        return str(v)
+    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+
+
+def _p(v: float | None) -> str:
+    if v is None:
+        return ""
+    return f"{v:.1e}" if 0 < v < 1e-4 else f"{v:.4f}"
+
+
+_LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+
+
+def _raw_p_values(settings: ComparisonSettings, others: torch.Tensor, base: torch.Tensor, boot_p: torch.Tensor,
+                  chunk_size: int | None, device: torch.device) -> torch.Tensor:
+    if settings.test == "randomization":
+        p = paired_randomization_test(others, base, settings.n_resamples, settings.seed,
+                                      chunk_size=chunk_size, device=device).p_value
+    elif settings.test == "t-test":
+        p = paired_t_test(others, base).p_value
+    elif settings.test == "wilcoxon":
+        p = wilcoxon_signed_rank(others, base).p_value
+    else:
+        p = boot_p
+    # NaN arises only when every difference is zero (t-test, large-Q Wilcoxon):
+    # no evidence of a difference at all, so report p = 1.
+    return torch.nan_to_num(p, nan=1.0)
+
+
+def compare_per_query(
+    scores: Mapping[str, Mapping[str, Any]],
+    query_ids: Sequence[str] | None = None,
+    settings: ComparisonSettings | None = None,
+    *,
+    device: DeviceLike = "auto",
+    chunk_size: int | None = None,
+) -> ComparisonTable:
+    """Compare systems from per-query scores: ``{system: {measure: (Q,) scores}}``.
+
+    Scores are aligned over the same ``Q`` queries (``query_ids``, default
+    ``"0".."Q-1"``) for every system; NaN marks a query omitted for that
+    measure and must be NaN for every system. ``settings`` defaults to
+    :class:`ComparisonSettings()` (baseline: the first system); ``device``
+    and ``chunk_size`` as in :func:`compare`.
+    """
+    settings = settings or ComparisonSettings()
+    systems = list(scores)
+    if len(systems) < 2:
+        raise StatsError(f"need at least two systems to compare, got {len(systems)}")
+    baseline = systems[0] if settings.baseline is None else settings.baseline
+    if baseline not in scores:
+        raise StatsError(f"baseline {baseline!r} is not among the systems: {', '.join(systems)}")
+    measures = list(scores[baseline])
+    for s in systems:
+        if list(scores[s]) != measures:
+            raise StatsError(f"system {s!r} has measures {list(scores[s])}, baseline has {measures}")
+    dev = resolve_device(device)
+    others = [s for s in systems if s != baseline]
+    order = [baseline] + others
+    rows: list[ComparisonRow] = []
+    all_ids: dict[str, list[str]] = {}
+    differences: dict[tuple[str, str], torch.Tensor] = {}
+    for m in measures:
+        matrix = torch.stack([as_float64(scores[s][m]).cpu() for s in order])
+        ids = list(query_ids) if query_ids is not None else [str(i) for i in range(matrix.shape[1])]
+        if len(ids) != matrix.shape[1]:
+            raise StatsError(f"{m}: {matrix.shape[1]} scores per system but {len(ids)} query ids")
+        evaluated = _common_mask(matrix, order, m)
+        all_ids[m] = [q for q, keep in zip(ids, evaluated.tolist()) if keep]
+        values = matrix[:, evaluated]
+        rows += _measure_rows(m, order, values, settings, dev, chunk_size)
+        differences.update({(s, m): values[i + 1] - values[0] for i, s in enumerate(others)})
+    return ComparisonTable(
+        systems=order, measures=measures, rows=rows,
+        settings=dataclasses.replace(settings, baseline=baseline), query_ids=all_ids, differences=differences,
+    )
+
+
+def _measure_rows(measure: str, systems: list[str], values: torch.Tensor, settings: ComparisonSettings,
+                  device: torch.device, chunk_size: int | None) -> list[ComparisonRow]:
+    """Rows of one measure; ``values`` is ``(S, Q)`` on evaluated queries, baseline first."""
+    q = values.shape[1]
+    if q < 2:
+        raise StatsError(f"{measure}: need at least 2 evaluated queries to compare, got {q}")
+    base, other = values[0], values[1:]
+    boot = paired_bootstrap(other, base, settings.n_resamples, settings.seed, confidence=settings.confidence,
+                            chunk_size=chunk_size, device=device)
+    raw = _raw_p_values(settings, other, base, boot.p_value, chunk_size, device)
+    corrected = adjust(raw, settings.correction)
+    mean_d, sd_d, _ = t_statistic(other - base)
+    risk = risk_reward(other, base, settings.risk_alpha)
+    rows = [ComparisonRow(systems[0], measure, float(base.mean()), q, True)]
+    for i, s in enumerate(systems[1:]):
+        rows.append(ComparisonRow(
+            system=s, measure=measure, mean=float(other[i].mean()), n_queries=q, is_baseline=False,
+            difference=float(mean_d[i]), p_value=float(corrected[i]), p_value_raw=float(raw[i]),
+            ci_low=float(boot.ci_low[i]), ci_high=float(boot.ci_high[i]),
+            effect_size=float(mean_d[i] / sd_d[i]), significant=bool(corrected[i] <= settings.alpha),
+            wins=int(risk.wins[i]), ties=int(risk.ties[i]), losses=int(risk.losses[i]),
+            urisk=float(risk.urisk[i]), trisk=float(risk.trisk[i]),
+        ))
+    return rows
+
+
+def _common_mask(matrix: torch.Tensor, systems: list[str], measure: str) -> torch.Tensor:
+    """Queries evaluated (non-NaN) for ``measure``; must agree across systems."""
+    evaluated = ~torch.isnan(matrix)
+    for i in range(1, len(systems)):
+        if not torch.equal(evaluated[i], evaluated[0]):
+            raise StatsError(
+                f"{measure}: systems {systems[0]!r} and {systems[i]!r} were evaluated on different "
+                "queries; paired tests need the same queries (use the same qrels and convention)"
+            )
+    return evaluated[0]
+
+
+def compare(
+    qrels: Any,
+    runs: Mapping[str, Any] | Iterable[Any],
+    measures: Iterable[Any] | Any,
+    baseline: str | None = None,
+    test: str = "randomization",
+    n_resamples: int = 10000,
+    seed: int = 0,
+    correction: str | None = "holm",
+    alpha: float = 0.05,
+    device: DeviceLike = "auto",
+    confidence: float = 0.95,
+    *,
+    risk_alpha: float = 1.0,
+    chunk_size: int | None = None,
+    **evaluate_options: Any,
+) -> ComparisonTable:
+    """Evaluate runs and test every system against a baseline.
+
+    Args:
+        qrels: a :class:`gpukit.Qrels`.
+        runs: ``{name: Run}`` (order kept) or a sequence of runs named by
+            ``run.name``; at least two.
+        measures: measure names or :class:`gpukit.Measure` values.
+        baseline: name of the reference system (default: the first).
+        test: ``"randomization"`` (default), ``"t-test"``, ``"bootstrap"`` or
+            ``"wilcoxon"``; see :mod:`gpukit.stats` for each convention.
+        n_resamples: resamples of the randomization test and of the
+            bootstrap behind every confidence interval.
+        seed: seed of the CPU generator; results are identical for the same
+            seed on every device and chunk size.
+        correction: ``"holm"`` (default), ``"bonferroni"`` or None, applied
+            per measure over the ``S - 1`` comparisons with the baseline.
+        alpha: significance level; a row is significant when corrected p <= alpha.
+        device: where evaluation and resampling run (``"auto"``, ``"cpu"``, ``"cuda"``).
+        confidence: level of the bootstrap percentile interval.
+        risk_alpha: the alpha of URisk/TRisk (loss penalty), default 1.
+        chunk_size: resamples per batched op (memory knob; results unchanged).
+        evaluate_options: passed to :func:`gpukit.evaluate` (``convention``,
+            ``relevance_level``, ``max_depth``, ...). The topic set must be
+            identical for every run, which the default convention guarantees.
+    """
+    from gpukit.evaluation import evaluate  # deferred: keeps gpukit.stats importable on its own
+
+    # Validate before the (expensive) evaluation.
+    settings = ComparisonSettings(baseline, test, n_resamples, seed, correction, alpha, confidence, risk_alpha)
+    named = dict(runs) if isinstance(runs, Mapping) else _name_runs(list(runs))
+    if baseline is not None and baseline not in named:
+        raise StatsError(f"baseline {baseline!r} is not among the runs: {', '.join(named)}")
+    dev = resolve_device(device)
+    reports = {name: evaluate(qrels, run, measures, device=dev, **evaluate_options) for name, run in named.items()}
+    first_name, first = next(iter(reports.items()))
+    for name, report in reports.items():
+        if report.query_ids != first.query_ids:
+            raise StatsError(
+                f"runs {first_name!r} and {name!r} were scored on different topic sets; "
+                "use a convention that scores every qrels query (the default 'gpukit')"
+            )
+    scores = {
+        name: {str(res.measure): res.per_query.cpu() for res in (report[m] for m in report.measures)}
+        for name, report in reports.items()
+    }
+    return compare_per_query(scores, first.query_ids, settings, device=dev, chunk_size=chunk_size)
+
+
+def _name_runs(runs: list[Any]) -> dict[str, Any]:
+    names = [r.name for r in runs]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise StatsError(f"runs share the names {duplicated}; pass a {{name: run}} mapping instead")
+    return dict(zip(names, runs))
