@@ -208,6 +208,8 @@ def _family_for(name: str, original: str) -> tuple[str, dict[str, object]]:
 def _parse_param(key: str, value: str, original: str) -> tuple[str, object]:
     key = key.strip()
     value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]  # ir_measures quotes string values: dcg='exp-log2'
     if key == "rel":
         try:
             return "rel", int(value)

@@ -58,7 +58,9 @@ class MeasureResult:
     def build(cls, measure: Measure, values: torch.Tensor, mask: torch.Tensor, conventions: dict[str, str], aggregate: str = "mean") -> "MeasureResult":
         per_query = torch.where(mask, values, torch.full_like(values, float("nan")))
         evaluated = int(mask.sum())
-        total = float(values.masked_fill(~mask, 0.0).sum())
+        # Summed on the host in one fixed order so a CUDA run reports the same
+        # mean as a CPU run (device reductions add in a different order).
+        total = float(values.masked_fill(~mask, 0.0).cpu().sum())
         if aggregate == "sum":
             value = total
             conventions = {**conventions, "aggregation": "sum over queries (trec_eval count measure)"}

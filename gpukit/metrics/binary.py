@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from gpukit.metrics.cutoffs import Cutoffs, cutoff_values, prefix_at, safe_divide, truncate
+from gpukit.metrics.cutoffs import Cutoffs, cutoff_values, ordered_prefix_at, prefix_at, safe_divide, truncate
 
 
 def running_hits(rel: torch.Tensor) -> torch.Tensor:
@@ -57,8 +57,12 @@ def first_relevant_rank(rel: torch.Tensor) -> torch.Tensor:
 
 def reciprocal_rank(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     """RR@k = 1 / rank of the first relevant document if it is within k, else 0."""
-    first = first_relevant_rank(truncate(rel, cutoffs)).to(torch.float64)[:, None]
-    return torch.where(first <= _k(rel, cutoffs), 1.0 / first, torch.zeros_like(first))
+    rel = truncate(rel, cutoffs)
+    first = first_relevant_rank(rel).to(torch.float64)[:, None]
+    # first_relevant_rank answers K + 1 for "none": test hits explicitly so a
+    # cutoff beyond the longest ranking cannot count that sentinel.
+    hit = rel.any(1)[:, None] & (first <= _k(rel, cutoffs))
+    return torch.where(hit, 1.0 / first, torch.zeros_like(first))
 
 
 def average_precision(
@@ -75,11 +79,7 @@ def average_precision(
     # Same-dtype in-place steps: mixed int/float/bool arithmetic is several
     # times slower on CPU.
     precision_at_rel = hits.to(torch.float64).div_(ranks).masked_fill_(~rel, 0.0)
-    if all(k is None for k in cutoffs):
-        summed = precision_at_rel.sum(1, keepdim=True).expand(-1, len(cutoffs))
-    else:
-        summed = prefix_at(precision_at_rel.cumsum_(1), cutoffs)
-    return safe_divide(summed, num_rel[:, None])
+    return safe_divide(ordered_prefix_at(precision_at_rel, cutoffs), num_rel[:, None])
 
 
 def r_precision(rel: torch.Tensor, num_rel: torch.Tensor, hits: torch.Tensor | None = None) -> torch.Tensor:
@@ -105,4 +105,4 @@ def bpref(rel: torch.Tensor, judged_nonrel: torch.Tensor, num_rel: torch.Tensor,
     cap = torch.minimum(num_nonrel.to(torch.float64)[:, None], r)
     penalty = safe_divide(torch.minimum(nonrel_above, r), cap.expand_as(nonrel_above))
     terms = torch.where(rel & (nonrel_above > 0), 1.0 - penalty, rel.to(torch.float64))
-    return safe_divide(terms.sum(1, keepdim=True), num_rel[:, None])
+    return safe_divide(ordered_prefix_at(terms, [None]), num_rel[:, None])

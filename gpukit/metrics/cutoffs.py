@@ -23,6 +23,37 @@ def prefix_at(cumulative: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     return cumulative.index_select(1, index)
 
 
+def ordered_prefix_at(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+    """Row sums of ranks 1..k for each cutoff, added strictly left to right.
+
+    Floating-point addition is not associative, so the order is fixed on
+    every device to make CPU and CUDA results bitwise identical: CPU's cumsum
+    is a sequential running sum already; CUDA's is a parallel scan, so there
+    the columns are added one at a time (K small kernels, graph-capturable).
+    Returns (Q, len(cutoffs)).
+    """
+    q, width = values.shape
+    if width == 0:
+        return values.new_zeros((q, len(cutoffs)))
+    if values.device.type == "cpu":
+        return prefix_at(values.cumsum(1), cutoffs)
+    return column_by_column_prefix_at(values, cutoffs)
+
+
+def column_by_column_prefix_at(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+    """The device path of :func:`ordered_prefix_at` (usable on any device)."""
+    q, width = values.shape
+    last = [width if k is None else min(int(k), width) for k in cutoffs]
+    out = values.new_empty((q, len(cutoffs)))
+    total = torch.zeros_like(values[:, 0])
+    for col in range(max(last)):
+        total = total + values[:, col]
+        for c, stop in enumerate(last):
+            if stop == col + 1:
+                out[:, c] = total
+    return out
+
+
 def cutoff_values(cutoffs: Cutoffs, fallback: torch.Tensor) -> torch.Tensor:
     """(Q, C) float64 tensor of the cutoffs, ``None`` replaced by ``fallback`` (Q,)."""
     cols = [fallback.to(torch.float64) if k is None else torch.full_like(fallback, k, dtype=torch.float64) for k in cutoffs]

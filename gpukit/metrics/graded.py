@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from gpukit.measures import Gain
-from gpukit.metrics.cutoffs import Cutoffs, prefix_at, safe_divide, truncate
+from gpukit.metrics.cutoffs import Cutoffs, ordered_prefix_at, safe_divide, truncate
 
 
 def gains(grades: torch.Tensor, gain: Gain) -> torch.Tensor:
@@ -31,15 +31,20 @@ def gains(grades: torch.Tensor, gain: Gain) -> torch.Tensor:
 
 
 def discounts(width: int, device: torch.device) -> torch.Tensor:
-    """1 / log2(rank + 1) for ranks 1..width."""
-    return 1.0 / torch.log2(torch.arange(2, width + 2, device=device, dtype=torch.float64))
+    """1 / log2(rank + 1) for ranks 1..width.
+
+    Computed on the CPU and copied: device log2 implementations may differ in
+    the last bit, and CPU and CUDA must give identical scores.
+    """
+    weights = 1.0 / torch.log2(torch.arange(2, width + 2, dtype=torch.float64))
+    return weights.to(device)
 
 
 def dcg(ranked_gains: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     """DCG at each cutoff, (Q, C)."""
     ranked_gains = truncate(ranked_gains, cutoffs)
     weighted = ranked_gains * discounts(ranked_gains.shape[1], ranked_gains.device)
-    return prefix_at(weighted.cumsum_(1), cutoffs)
+    return ordered_prefix_at(weighted, cutoffs)
 
 
 def ideal_gains(judged_grades: torch.Tensor, gain: Gain) -> torch.Tensor:
