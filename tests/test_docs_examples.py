@@ -1,0 +1,125 @@
+"""The worked example of docs/measures_and_conventions.md, run through gpukit.
+
+Expected values are the hand computations of the document written as
+formulas (discount of rank i is 1 / log2(i + 1): 1, 0.6309, 0.5, ...), so a
+change of definition shows up here and in the prose at the same time.
+
+Qrels (grades): q1: a=3, b=2, c=2, d=1, e=0;  q2: f=1.
+Run (score order): q1: a, d, b, e, c;  q2: f, g (g unjudged).
+Relevance level 2: q1's relevant set is {a, b, c} (R = 3); q2 has none (R = 0).
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import gpukit
+
+QRELS = {"q1": {"a": 3, "b": 2, "c": 2, "d": 1, "e": 0}, "q2": {"f": 1}}
+RUN = {"q1": {"a": 0.9, "d": 0.8, "b": 0.7, "e": 0.6, "c": 0.5}, "q2": {"f": 0.9, "g": 0.8}}
+
+
+def disc(rank: int) -> float:
+    """Discount weight of a 1-based rank: 1 / log2(rank + 1)."""
+    return 1 / math.log2(rank + 1)
+
+
+# Hand computations for q1 (relevant ranks 1, 3, 5; judged non-relevant d, e).
+AP_Q1 = (1 / 1 + 2 / 3 + 3 / 5) / 3
+DCG3_Q1 = 3 * disc(1) + 1 * disc(2) + 2 * disc(3)  # gains = grades a=3, d=1, b=2
+IDCG3_Q1 = 3 * disc(1) + 2 * disc(2) + 2 * disc(3)  # ideal grades 3, 2, 2
+DCG5_Q1 = DCG3_Q1 + 0 * disc(4) + 2 * disc(5)
+IDCG5_Q1 = IDCG3_Q1 + 1 * disc(4) + 0 * disc(5)
+EXP = lambda g: 2**g - 1  # noqa: E731
+NDCG3_EXP_Q1 = (EXP(3) * disc(1) + EXP(1) * disc(2) + EXP(2) * disc(3)) / (EXP(3) * disc(1) + EXP(2) * disc(2) + EXP(2) * disc(3))
+# q2 (graded measures ignore the relevance level): f=1 at rank 1 is ideal.
+NDCG_Q2 = 1.0
+
+PER_QUERY_Q1 = {
+    "P@3": 2 / 3,
+    "P@5": 3 / 5,
+    "R@3": 2 / 3,
+    "R@5": 3 / 3,
+    "RR": 1 / 1,
+    "Success@1": 1.0,
+    "AP": AP_Q1,
+    "AP@3": (1 / 1 + 2 / 3) / 3,  # denominator stays R = 3
+    "Rprec": 2 / 3,  # a, b in the top R = 3
+    "Bpref": (1 + (1 - 1 / 2) + (1 - 2 / 2)) / 3,  # d above b; d, e above c; min(N, R) = 2
+    "nDCG@3": DCG3_Q1 / IDCG3_Q1,
+    "nDCG@5": DCG5_Q1 / IDCG5_Q1,
+    "DCG@3": DCG3_Q1,
+    "nDCG(gain=exp)@3": NDCG3_EXP_Q1,
+    "Judged@5": 5 / 5,
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return gpukit.Qrels.from_dict(QRELS), gpukit.Run.from_dict(RUN)
+
+
+def test_discount_weights_are_the_documented_ones():
+    assert [round(disc(i), 4) for i in (1, 2, 3)] == [1.0, 0.6309, 0.5]
+
+
+@pytest.mark.parametrize("measure, expected", PER_QUERY_Q1.items())
+def test_q1_hand_computed_values(data, measure, expected):
+    qrels, run = data
+    report = gpukit.evaluate(qrels, run, [measure], relevance_level=2)
+    per_query = report.per_query()
+    assert per_query["q1"][str(report.measures[0])] == pytest.approx(expected, abs=1e-12)
+
+
+def test_gpukit_convention_omits_undefined_queries(data):
+    qrels, run = data
+    report = gpukit.evaluate(qrels, run, ["P@3", "AP", "R@5", "nDCG@3"], relevance_level=2)
+    assert report["P(rel=2)@3"].mean == pytest.approx((2 / 3 + 0) / 2)  # P is always defined
+    ap = report["AP(rel=2)"]
+    assert (ap.evaluated, ap.omitted) == (1, 1)  # q2 has R = 0
+    assert ap.mean == pytest.approx(AP_Q1)
+    assert report["nDCG@3"].mean == pytest.approx((DCG3_Q1 / IDCG3_Q1 + NDCG_Q2) / 2)
+
+
+def test_trec_eval_convention_scores_undefined_as_zero(data):
+    qrels, run = data
+    report = gpukit.evaluate(qrels, run, ["P@3", "AP", "R@5"], relevance_level=2, convention="trec_eval")
+    assert report["AP(rel=2)"].mean == pytest.approx((AP_Q1 + 0) / 2)
+    assert report["R(rel=2)@5"].mean == pytest.approx((1 + 0) / 2)
+    assert report["P(rel=2)@3"].mean == pytest.approx((2 / 3 + 0) / 2)
+
+
+def test_aliases_name_the_same_measures(data):
+    qrels, run = data
+    pairs = {
+        "ndcg_cut.3": "nDCG@3",
+        "P.3": "P(rel=2)@3",
+        "P_3": "P(rel=2)@3",
+        "recall.5": "R(rel=2)@5",
+        "map": "AP(rel=2)",
+        "map_cut.3": "AP(rel=2)@3",
+        "recip_rank": "RR(rel=2)",
+        "success.1": "Success(rel=2)@1",
+        "bpref": "Bpref(rel=2)",
+        "precision@3": "P(rel=2)@3",
+        "recall@5": "R(rel=2)@5",
+        "ndcg@3": "nDCG@3",
+        "ndcg_burges@3": "nDCG(gain=exp)@3",
+        "mrr@3": "RR(rel=2)@3",
+        "hit_rate@1": "Success(rel=2)@1",
+        "map@3": "AP(rel=2)@3",
+        "r-precision": "Rprec(rel=2)",
+    }
+    for alias, canonical in pairs.items():
+        report = gpukit.evaluate(qrels, run, [alias], relevance_level=2)
+        assert str(report.measures[0]) == canonical, alias
+
+
+def test_trec_eval_custom_gains(data):
+    qrels, run = data
+    report = gpukit.evaluate(qrels, run, ["ndcg.1=3,2=9"])
+    # Gains: grade 1 -> 3, grade 2 -> 9, grade 3 keeps gain 3, grade 0 gains 0.
+    dcg = 3 * disc(1) + 3 * disc(2) + 9 * disc(3) + 0 * disc(4) + 9 * disc(5)
+    idcg = 9 * disc(1) + 9 * disc(2) + 3 * disc(3) + 3 * disc(4) + 0 * disc(5)
+    assert report.per_query()["q1"]["nDCG(gains={1:3,2:9})"] == pytest.approx(dcg / idcg)
