@@ -17,6 +17,10 @@ from gpukit.errors import GpukitError
 # Module names under gpukit.cli; each defines register(subparsers).
 COMMAND_MODULES: tuple[str, ...] = (
     "eval_cmd",
+    "search_cmd",
+    "compare_cmd",
+    "bench_cmd",
+    "demo_cmd",
 )
 
 

@@ -1,0 +1,294 @@
+"""``evaluate_embeddings``: encode, index, search and evaluate, on one device.
+
+Stages (each timed, with ``torch.cuda.synchronize`` before every clock read
+on CUDA so a stage's time includes its kernels):
+
+1. ``encode_corpus``  - documents as BEIR/MTEB encode them:
+   ``(title + " " + text).strip()`` (or the string as given); read from the
+   cache instead when ``cache_dir`` holds this (model, corpus) pair.
+2. ``encode_queries`` - query texts.
+3. ``index``          - add the corpus embeddings to the index.
+4. ``search``         - top ``k`` (``k + 1`` with ``drop_self_hits``).
+5. ``evaluate``       - ``Run.from_topk`` + :func:`gpukit.evaluate`.
+
+Embeddings, search results and the run stay on ``device``; only the final
+means (and the report's per-query tensors, which stay on the device) are
+produced. Default similarity: the model's own (sentence-transformers
+``similarity_fn_name``: ``cosine`` -> cosine, ``dot`` -> inner product,
+``euclidean`` -> L2); for a plain callable, cosine when every corpus and
+query embedding has unit norm (|norm - 1| <= 1e-3), inner product otherwise
+(a dot-product model is scored as it was trained). ``metric=`` overrides.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import torch
+
+from gpukit.data.qrels import Qrels
+from gpukit.data.run import Run
+from gpukit.datasets.beir import document_text
+from gpukit.device import DeviceLike, resolve_device
+from gpukit.errors import GpukitError
+from gpukit.evaluation import evaluate
+from gpukit.index import ExactIndex, FaissIndex, SearchIndex
+from gpukit.measures import MeasureLike
+from gpukit.pipelines.encoders import (
+    CorpusCache,
+    encode_texts,
+    encoder_device,
+    model_identifier,
+    similarity_name,
+)
+from gpukit.report import Report
+
+DEFAULT_MEASURES = ("nDCG@10", "R@100", "RR@10", "AP", "P@10")
+STAGES = ("encode_corpus", "encode_queries", "index", "search", "evaluate")
+_SIMILARITY_TO_METRIC = {"cosine": "cosine", "dot": "ip", "dot_product": "ip", "euclidean": "l2"}
+UNIT_NORM_TOLERANCE = 1e-3
+
+
+@dataclass
+class EmbeddingEvaluation:
+    """The outcome of :func:`evaluate_embeddings`.
+
+    Attributes:
+        report: the evaluation report (per-query values stay on the device).
+        run: the retrieved top-k as a :class:`~gpukit.Run` on the device.
+        timings: seconds per stage (see :data:`STAGES`), device-synchronised.
+        metric: the similarity used (``cosine``, ``ip`` or ``l2``).
+        corpus_cached: True when the corpus embeddings came from ``cache_dir``.
+        cache_file: the cache file used or written, if any.
+        device: where encoding output, index, search and evaluation lived.
+        k: results kept per query.
+    """
+
+    report: Report
+    run: Run
+    timings: dict[str, float]
+    metric: str
+    corpus_cached: bool = False
+    cache_file: str | None = None
+    device: str = "cpu"
+    k: int = 100
+    sizes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(self.timings.values())
+
+    def timings_table(self) -> str:
+        """One line per stage, then the total."""
+        width = max(len(s) for s in self.timings) if self.timings else 5
+        lines = []
+        for stage, seconds in self.timings.items():
+            note = " (from cache)" if stage == "encode_corpus" and self.corpus_cached else ""
+            lines.append(f"{stage:<{width}}  {seconds:9.3f} s{note}")
+        lines.append(f"{'total':<{width}}  {self.total_seconds:9.3f} s")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "report": self.report.to_dict(),
+            "timings_s": dict(self.timings),
+            "metric": self.metric,
+            "corpus_cached": self.corpus_cached,
+            "device": self.device,
+            "k": self.k,
+            **self.sizes,
+        }
+
+
+class _Clock:
+    """Stage timer that waits for the device before reading the clock."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.timings: dict[str, float] = {}
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def start(self) -> float:
+        self._sync()
+        return time.perf_counter()
+
+    def stop(self, stage: str, started: float) -> None:
+        self._sync()
+        self.timings[stage] = time.perf_counter() - started
+
+
+def _choose_metric(encoder: Any, metric: str | None, corpus: torch.Tensor, queries: torch.Tensor) -> str:
+    if metric is not None:
+        return metric
+    declared = similarity_name(encoder)
+    if declared is not None:
+        if declared not in _SIMILARITY_TO_METRIC:
+            raise GpukitError(f"the model's similarity {declared!r} has no index metric; pass metric='cosine', 'ip' or 'l2'")
+        return _SIMILARITY_TO_METRIC[declared]
+    # One host read for the whole corpus: a pipeline decision, not a hot path.
+    unit = all(
+        bool(((x.norm(dim=1) - 1.0).abs() <= UNIT_NORM_TOLERANCE).all()) for x in (corpus, queries)
+    )
+    return "cosine" if unit else "ip"
+
+
+def _build_index(index: SearchIndex | str | None, dim: int, metric: str, device: torch.device) -> SearchIndex:
+    if index is None or index == "exact":
+        return ExactIndex(dim, metric=metric, device=device)
+    if isinstance(index, str):
+        return FaissIndex(dim, spec=index, metric=metric, device=device)
+    if not isinstance(index, SearchIndex):
+        raise GpukitError(f"index must be None, 'exact', a faiss factory string or an empty SearchIndex; got {type(index).__name__}")
+    if index.ntotal:
+        raise GpukitError(f"the index already holds {index.ntotal} vectors; pass an empty index (the corpus is added to it)")
+    if index.dim != dim:
+        raise GpukitError(f"the index has dim {index.dim} but the embeddings have {dim}")
+    return index
+
+
+def _drop_self_hits(
+    scores: torch.Tensor, positions: torch.Tensor, query_ids: list[str], doc_position: Mapping[str, int], k: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Remove, per row, the document whose id equals the query id; keep k columns.
+
+    Self hits are moved to the end with one stable sort on a 0/1 key (the
+    rest keep their order) and the row is cut to ``k``; rows without a self
+    hit lose their (k+1)-th result instead.
+    """
+    own = torch.tensor([doc_position.get(q, -1) for q in query_ids], dtype=torch.int64, device=positions.device)
+    is_self = (positions == own[:, None]) & (own[:, None] >= 0)
+    order = torch.sort(is_self.to(torch.int8), dim=1, stable=True).indices
+    return scores.gather(1, order)[:, :k], positions.gather(1, order)[:, :k]
+
+
+def evaluate_embeddings(
+    encoder: Any,
+    corpus: Mapping[str, str | Mapping[str, str]],
+    queries: Mapping[str, str],
+    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    measures: Iterable[MeasureLike] | MeasureLike = DEFAULT_MEASURES,
+    *,
+    k: int = 100,
+    index: SearchIndex | str | None = None,
+    metric: str | None = None,
+    device: DeviceLike = None,
+    batch_size: int = 64,
+    show_progress: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    model_name: str | None = None,
+    drop_self_hits: bool = False,
+    convention: str = "gpukit",
+    run_name: str | None = None,
+) -> EmbeddingEvaluation:
+    """Evaluate a dense retriever end to end (see the module docstring).
+
+    Args:
+        encoder: callable ``list[str] -> (n, d)`` or a sentence-transformers model.
+        corpus: ``{doc_id: text}`` or ``{doc_id: {"title": ..., "text": ...}}``.
+        queries: ``{query_id: text}``.
+        qrels: :class:`~gpukit.Qrels` or ``{query_id: {doc_id: grade}}``.
+        measures: measure names (default nDCG@10, R@100, RR@10, AP, P@10).
+        k: results retrieved per query (``1 <= k <= len(corpus)``).
+        index: ``None``/``"exact"`` (exact search), a faiss factory string, or
+            an empty :class:`~gpukit.index.SearchIndex` to fill.
+        metric: ``"cosine"``, ``"ip"`` or ``"l2"``; default from the model.
+        device: where embeddings, index and evaluation live; default: the
+            sentence-transformers model's device, else ``"auto"``.
+        batch_size: texts per encoder call.
+        show_progress: tqdm bars while encoding.
+        cache_dir: cache corpus embeddings here (see :mod:`~gpukit.pipelines.encoders`).
+        model_name: identifies the encoder for the cache (needed for plain callables).
+        drop_self_hits: BEIR/MTEB option: drop a retrieved document whose id
+            equals the query id (searches ``k + 1`` and drops).
+        convention: evaluation convention (``"gpukit"`` or ``"trec_eval"``).
+        run_name: name of the run in the report (default: the model identifier or "embeddings").
+    """
+    if not corpus:
+        raise GpukitError("empty corpus")
+    if not queries:
+        raise GpukitError("no queries")
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= len(corpus):
+        raise GpukitError(f"k must be an int between 1 and the corpus size {len(corpus)}; got {k!r}")
+    model_device = encoder_device(encoder)
+    target = resolve_device(device if device is not None else (model_device or "auto"))
+    if not isinstance(qrels, Qrels):
+        qrels = Qrels.from_dict(qrels)
+    doc_ids = [str(d) for d in corpus]
+    doc_texts = [document_text(corpus[d]) for d in corpus]
+    query_ids = [str(q) for q in queries]
+    query_texts = [str(queries[q]) for q in queries]
+    model_id = model_identifier(encoder, model_name)
+    clock = _Clock(target)
+
+    # 1. corpus, through the cache when asked
+    started = clock.start()
+    cache = None
+    corpus_emb = None
+    if cache_dir is not None:
+        if model_id is None:
+            raise GpukitError(
+                "cache_dir needs a model identifier: pass model_name='...' for a plain callable encoder "
+                "(the cache cannot tell two callables apart)"
+            )
+        cache = CorpusCache.locate(cache_dir, model_id, doc_ids, doc_texts)
+        corpus_emb = cache.load(target)
+    cached = corpus_emb is not None
+    if corpus_emb is None:
+        corpus_emb = encode_texts(encoder, doc_texts, device=target, batch_size=batch_size, show_progress=show_progress, desc="encode corpus")
+        if cache is not None:
+            cache.save(corpus_emb)
+    clock.stop("encode_corpus", started)
+
+    # 2. queries
+    started = clock.start()
+    query_emb = encode_texts(encoder, query_texts, device=target, batch_size=batch_size, show_progress=show_progress, desc="encode queries")
+    clock.stop("encode_queries", started)
+    if query_emb.shape[1] != corpus_emb.shape[1]:
+        raise GpukitError(f"query dimension {query_emb.shape[1]} differs from corpus dimension {corpus_emb.shape[1]}")
+
+    # 3. index
+    started = clock.start()
+    chosen = _choose_metric(encoder, metric, corpus_emb, query_emb)
+    search_index = _build_index(index, corpus_emb.shape[1], chosen, target)
+    search_index.add(corpus_emb)
+    clock.stop("index", started)
+
+    # 4. search
+    started = clock.start()
+    depth = min(k + 1, len(doc_ids)) if drop_self_hits else k
+    scores, positions = search_index.search(query_emb, depth)
+    if drop_self_hits:
+        scores, positions = _drop_self_hits(scores, positions, query_ids, {d: i for i, d in enumerate(doc_ids)}, k)
+    clock.stop("search", started)
+
+    # 5. evaluate
+    started = clock.start()
+    name = run_name or model_name or _short_name(model_id) or "embeddings"
+    run = Run.from_topk(scores, positions, query_ids, doc_ids, name=name)
+    report = evaluate(qrels, run, measures, convention=convention)
+    clock.stop("evaluate", started)
+
+    return EmbeddingEvaluation(
+        report=report,
+        run=run,
+        timings=clock.timings,
+        metric=search_index.metric,
+        corpus_cached=cached,
+        cache_file=None if cache is None else str(cache.path),
+        device=str(target),
+        k=k,
+        sizes={"documents": len(doc_ids), "queries": len(query_ids), "dim": int(corpus_emb.shape[1])},
+    )
+
+
+def _short_name(model_id: str | None) -> str | None:
+    """``st:/path/to/all-MiniLM-L6-v2;...`` -> ``all-MiniLM-L6-v2``."""
+    if not model_id:
+        return None
+    head = model_id.split(";", 1)[0].split(":", 1)[-1].rstrip("/\\")
+    return os.path.basename(head) or head
