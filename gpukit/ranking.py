@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import torch
 
 from gpukit.data.qrels import Qrels
-from gpukit.data.run import Run
+from gpukit.data.run import Run, row_slices
+from gpukit.data.text_table import lookup_codes
 from gpukit.errors import InputFormatError
 
 #: Grade of a retrieved document absent from the qrels (and of padding).
@@ -98,9 +98,8 @@ def form_ranking(
     scores as float).
     """
     device = run.device
-    # Map run rows onto qrels query codes (hash lookup in Arrow, no Python loop).
-    row_to_qrels = pc.index_in(run.query_ids, value_set=qrels.query_ids).fill_null(-1).to_numpy(zero_copy_only=False)
-    row_to_qrels = row_to_qrels.astype(np.int64)
+    # Map run rows onto qrels query codes (sorted-key lookup, no Python loop).
+    row_to_qrels = lookup_codes(run.query_ids, qrels.query_ids)
     in_qrels = row_to_qrels >= 0
     run_queries_not_in_qrels = int((~in_qrels).sum())
     row_of_query = np.full(qrels.num_queries, -1, dtype=np.int64)
@@ -112,45 +111,115 @@ def form_ranking(
     topic_rows = torch.from_numpy(row_of_query[topics]).to(device)
     in_run = topic_rows >= 0
 
-    # Rows of the topics, in topic order; missing topics are empty rows.
+    if max_depth is not None and max_depth < 1:
+        raise ValueError(f"max_depth must be >= 1, got {max_depth}")
+    # Every run row is a topic, in order (the usual case): rows are read in place.
+    identity = len(topics) == run.num_queries and np.array_equal(row_of_query[topics], np.arange(len(topics)))
     safe_rows = topic_rows.clamp(min=0)
-    codes = run.doc_codes.index_select(0, safe_rows)
-    codes = codes.masked_fill(~in_run[:, None], -1)
-    scores = run.scores.index_select(0, safe_rows).to(score_dtype)
-    # Rows are sorted by code descending, so one stable sort by score gives
-    # score desc with ties by docno desc; -inf keeps padding last.
-    keyed = scores.masked_fill(codes < 0, -torch.inf)
-    order = torch.sort(keyed, dim=1, descending=True, stable=True).indices
-    codes = codes.gather(1, order)
+    join = _GradeJoin(qrels, run, topics, device)
+    n_topics, depth = len(topics), run.depth
+    width = depth if max_depth is None else min(depth, max_depth)
+    grades = torch.empty((n_topics, width), dtype=torch.int32, device=device)
+    num_ret = torch.empty(n_topics, dtype=torch.int64, device=device)
+    # Slices of rows bound the temporaries (sort values and int64 indices).
+    for rows in row_slices(n_topics, depth):
+        if identity:
+            codes, scores = run.doc_codes[rows], run.scores[rows].to(score_dtype)
+        else:
+            # Rows of the topics, in topic order; missing topics are empty rows.
+            take = safe_rows[rows]
+            codes = run.doc_codes.index_select(0, take).masked_fill(~in_run[rows, None], -1)
+            scores = run.scores.index_select(0, take).to(score_dtype)
+        # Join while the row is still in code order; the sort then moves int32 grades.
+        joined = join(codes, rows)
+        padding = codes < 0
+        num_ret[rows] = (~padding).sum(1)
+        # Rows are sorted by code descending, so one stable sort by score gives
+        # score desc with ties by docno desc; -inf keeps padding last.
+        keyed = scores.masked_fill(padding, -torch.inf) if bool(padding.any()) else scores
+        order = torch.sort(keyed, dim=1, descending=True, stable=True).indices
+        grades[rows] = joined.gather(1, order[:, :width])
+        del codes, scores, joined, padding, keyed, order
     if max_depth is not None:
-        if max_depth < 1:
-            raise ValueError(f"max_depth must be >= 1, got {max_depth}")
-        codes = codes[:, :max_depth]
-    num_ret = (codes >= 0).sum(1)
+        num_ret.clamp_(max=max_depth)
 
-    grades = _join_grades(qrels, run, codes, torch.from_numpy(topics).to(device))
     ideal = _ideal_grades(qrels, topics, device)
     query_ids = qrels.query_ids.take(pa.array(topics)).to_pylist()
     return RankedJudgments(query_ids, grades, num_ret, ideal, in_run, run_queries_not_in_qrels)
 
 
-def _join_grades(qrels: Qrels, run: Run, codes: torch.Tensor, topic_qcodes: torch.Tensor) -> torch.Tensor:
-    """Grade of each ranked document via a sorted-key search on the device."""
-    device = codes.device
-    n_vocab = max(len(run.doc_ids), 1)
-    # Qrels doc codes expressed in the run's vocabulary (-1: never retrieved).
-    to_run_vocab = pc.index_in(qrels.doc_ids, value_set=run.doc_ids).fill_null(-1).to_numpy(zero_copy_only=False)
-    judged_codes = to_run_vocab.astype(np.int64)[qrels.doc_codes]
-    keep = judged_codes >= 0
-    # Both vocabularies are byte-sorted, so the keys stay sorted after the map.
-    qkeys = torch.from_numpy(qrels.query_codes[keep] * n_vocab + judged_codes[keep]).to(device)
-    qgrades = torch.from_numpy(qrels.grades[keep]).to(device=device, dtype=torch.int32)
-    run_keys = topic_qcodes[:, None] * n_vocab + codes.clamp(min=0)
-    if qkeys.numel() == 0:
-        return torch.full(codes.shape, NOT_JUDGED, dtype=torch.int32, device=device)
-    pos = torch.searchsorted(qkeys, run_keys).clamp(max=qkeys.numel() - 1)
-    found = (qkeys[pos] == run_keys) & (codes >= 0)
-    return torch.where(found, qgrades[pos], torch.full_like(pos, NOT_JUDGED, dtype=torch.int32))
+class _GradeJoin:
+    """Grades of ranked documents, a slice of topic rows at a time.
+
+    Qrels docs are first expressed in the run's vocabulary (both are sorted, so
+    this is a merge, not a hash lookup; -1: never retrieved). Then each topic
+    row searches its own judged codes in a padded (T, J) table (short,
+    cache-resident binary searches), or, when one topic has too many
+    judgments for such a table, all (topic, code) keys at once.
+    """
+
+    def __init__(self, qrels: Qrels, run: Run, topics: np.ndarray, device: torch.device):
+        self.device = device
+        self.table: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.keys: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.n_vocab = max(len(run.doc_ids), 1)
+        self.topics = torch.from_numpy(topics).to(device)
+        judged_codes = lookup_codes(qrels.doc_ids, run.doc_ids)[qrels.doc_codes]
+        keep = judged_codes >= 0
+        if not keep.any():
+            return
+        # Both vocabularies are byte-sorted, so the codes stay sorted within a query after the map.
+        kept_q, kept_codes, kept_grades = qrels.query_codes[keep], judged_codes[keep], qrels.grades[keep]
+        table = _per_topic_table(kept_q, kept_codes, kept_grades, topics, self.n_vocab)
+        if table is not None:
+            self.table = (torch.from_numpy(table[0]).to(device), torch.from_numpy(table[1]).to(device))
+        else:
+            self.keys = (
+                torch.from_numpy(kept_q * self.n_vocab + kept_codes).to(device),
+                torch.from_numpy(kept_grades).to(device=device, dtype=torch.int32),
+            )
+
+    def __call__(self, codes: torch.Tensor, rows: slice) -> torch.Tensor:
+        """(R, K) int32 grades of ``codes`` (topic rows ``rows``); NOT_JUDGED when absent."""
+        if self.table is not None:
+            sorted_codes, sorted_grades = self.table[0][rows], self.table[1][rows]
+            pos = torch.searchsorted(sorted_codes, codes)
+            pos.clamp_(max=sorted_codes.shape[1] - 1)
+            missing = sorted_codes.gather(1, pos) != codes  # padding (-1) never matches
+            return sorted_grades.gather(1, pos).masked_fill_(missing, NOT_JUDGED)
+        if self.keys is not None:
+            qkeys, qgrades = self.keys
+            run_keys = self.topics[rows, None] * self.n_vocab + codes.clamp(min=0)
+            pos = torch.searchsorted(qkeys, run_keys).clamp(max=qkeys.numel() - 1)
+            found = (qkeys[pos] == run_keys) & (codes >= 0)
+            return torch.where(found, qgrades[pos], torch.full_like(pos, NOT_JUDGED, dtype=torch.int32))
+        return torch.full(codes.shape, NOT_JUDGED, dtype=torch.int32, device=codes.device)
+
+
+def _per_topic_table(
+    q: np.ndarray, doc_codes: np.ndarray, grades: np.ndarray, topics: np.ndarray, n_vocab: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(T, J) judged run-vocabulary codes per topic, ascending and padded with
+    ``n_vocab`` (never a code), and their int32 grades; None when one topic has
+    so many judgments that the padded table would be much larger than the qrels.
+    ``q`` is sorted and codes ascend within a query."""
+    n_queries = int(q.max()) + 1 if len(q) else 0
+    topic_of = np.full(max(n_queries, int(topics.max()) + 1 if len(topics) else 0), -1, dtype=np.int64)
+    topic_of[topics] = np.arange(len(topics), dtype=np.int64)
+    t = topic_of[q]
+    sel = t >= 0
+    t, doc_codes, grades = t[sel], doc_codes[sel], grades[sel]
+    counts = np.bincount(t, minlength=len(topics))
+    width = max(int(counts.max()) if len(t) else 0, 1)
+    if len(topics) * width > 4 * len(t) + (1 << 20):
+        return None
+    starts = np.cumsum(counts) - counts
+    pos = np.arange(len(t), dtype=np.int64) - starts[t]
+    table = np.full((len(topics), width), n_vocab, dtype=np.int64)
+    table[t, pos] = doc_codes
+    grade_table = np.full((len(topics), width), NOT_JUDGED, dtype=np.int32)
+    grade_table[t, pos] = grades
+    return table, grade_table
 
 
 def _ideal_grades(qrels: Qrels, topics: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -160,15 +229,17 @@ def _ideal_grades(qrels: Qrels, topics: np.ndarray, device: torch.device) -> tor
     t = topic_of_query[qrels.query_codes]
     keep = (t >= 0) & (qrels.grades >= 0)
     t, g = t[keep], qrels.grades[keep]
-    # Sort by (topic asc, grade desc): lexsort's last key is the primary one.
-    order = np.lexsort((-g, t))
-    t, g = t[order], g[order]
+    if np.abs(qrels.grades).max(initial=0) >= 2**31 - 1:
+        raise InputFormatError(qrels.source, None, "grades must fit in 32 bits")
+    # Sort by (topic asc, grade desc) with one direct sort of packed keys (0 <= g < 2**31).
+    key = (t << 32) | ((2**31 - 1) - g)
+    key.sort()
+    t, g = key >> 32, (2**31 - 1) - (key & 0xFFFFFFFF)
+    del key
     counts = np.bincount(t, minlength=len(topics))
     width = int(counts.max()) if len(t) else 0
     starts = np.cumsum(counts) - counts
     pos = np.arange(len(t), dtype=np.int64) - starts[t]
     ideal = np.full((len(topics), max(width, 1)), -1, dtype=np.int32)
     ideal[t, pos] = g
-    if np.abs(qrels.grades).max(initial=0) >= 2**31 - 1:
-        raise InputFormatError(qrels.source, None, "grades must fit in 32 bits")
     return torch.from_numpy(ideal).to(device)

@@ -14,7 +14,15 @@ from typing import Mapping
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.text_table import Column, ParsedTable, dictionary_codes, read_table
+from gpukit.data.text_table import (
+    Column,
+    ParsedTable,
+    pandas_columns,
+    read_table,
+    release_arrow_memory,
+    string_array,
+    string_codes,
+)
 from gpukit.errors import InputFormatError
 
 _TREC_QRELS_COLUMNS = (Column("query_id", "id"), Column("iteration", "skip"), Column("doc_id", "id"), Column("grade", "int"))
@@ -53,9 +61,11 @@ class Qrels:
 
     @classmethod
     def _from_table(cls, table: ParsedTable) -> "Qrels":
-        q_codes, q_vocab = dictionary_codes(table.columns["query_id"])
-        d_codes, d_vocab = dictionary_codes(table.columns["doc_id"])
-        grades = table.columns["grade"].to_numpy()
+        q_codes, q_vocab = string_codes(table.columns.pop("query_id"))
+        release_arrow_memory()
+        d_codes, d_vocab = string_codes(table.columns.pop("doc_id"))
+        grades = table.columns.pop("grade").to_numpy()
+        release_arrow_memory()
         return cls._from_codes(q_codes, q_vocab, d_codes, d_vocab, grades, table.source, table.line_of)
 
     @classmethod
@@ -74,8 +84,8 @@ class Qrels:
     @classmethod
     def from_arrays(cls, query_ids, doc_ids, grades, source: str = "<arrays>") -> "Qrels":
         """Build from three parallel sequences (lists, NumPy or Arrow arrays)."""
-        q = pa.array(query_ids, pa.string()).dictionary_encode()
-        d = pa.array(doc_ids, pa.string()).dictionary_encode()
+        q = string_array(query_ids)
+        d = string_array(doc_ids)
         g = np.asarray(grades)
         if len(q) != len(d) or len(q) != len(g):
             raise InputFormatError(source, None, "query_ids, doc_ids and grades differ in length")
@@ -87,16 +97,36 @@ class Qrels:
             raise InputFormatError(source, None, f"grades must be integers, got dtype {g.dtype}")
         if len(g) == 0:
             raise InputFormatError(source, None, "empty qrels: no judgments")
-        q_codes, q_vocab = dictionary_codes(pa.chunked_array([q]))
-        d_codes, d_vocab = dictionary_codes(pa.chunked_array([d]))
+        q_codes, q_vocab = string_codes(q)
+        d_codes, d_vocab = string_codes(d)
         return cls._from_codes(q_codes, q_vocab, d_codes, d_vocab, g.astype(np.int64), source, None)
+
+    @classmethod
+    def from_pandas(
+        cls, df, query_col: str = "query_id", doc_col: str = "doc_id", grade_col: str = "relevance", source: str = "<pandas>"
+    ) -> "Qrels":
+        """Build from a pandas DataFrame with one row per judgment.
+
+        Column names default to ir_measures' (``query_id``, ``doc_id``,
+        ``relevance``); for ranx's pass ``query_col="q_id"``. Ids may be
+        strings, categoricals or integers (read as their decimal text, as
+        ``from_dict`` does with ``str``); grades must be integers (or
+        integral floats). Goes through Arrow, without a Python row loop; the
+        result equals :meth:`from_dict` of the same data.
+        """
+        roles = {"query_col": query_col, "doc_col": doc_col, "grade_col": grade_col}
+        cols = pandas_columns(df, roles, "Qrels.from_pandas", source, ids=("query_col", "doc_col"))
+        grade = cols["grade_col"]
+        if not (pa.types.is_integer(grade.type) or pa.types.is_floating(grade.type) or pa.types.is_boolean(grade.type)):
+            raise InputFormatError(source, None, f"Qrels.from_pandas: column {grade_col!r} must hold integer grades, got {grade.type}")
+        grades = grade.to_numpy(zero_copy_only=False)
+        return cls.from_arrays(cols["query_col"], cols["doc_col"], grades, source=source)
 
     @classmethod
     def _from_codes(cls, q_codes, q_vocab, d_codes, d_vocab, grades, source, line_of) -> "Qrels":
         n_docs = max(len(d_vocab), 1)
         keys = q_codes.astype(np.int64) * n_docs + d_codes
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
+        order, sorted_keys = _stable_order(keys, max(len(q_vocab), 1) * n_docs)
         dup = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
         if len(dup):
             first, second = int(order[dup[0]]), int(order[dup[0] + 1])
@@ -139,3 +169,22 @@ class Qrels:
 
     def __repr__(self) -> str:
         return f"Qrels({self.source!r}, queries={self.num_queries}, judgments={len(self)})"
+
+
+def _stable_order(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """(stable argsort of non-negative ``keys`` < ``bound``, the sorted keys).
+
+    One direct sort of ``key << rowbits | row`` when both fit in 64 bits (a
+    cache-friendly sort of plain integers, unlike an indirect argsort).
+    """
+    n = len(keys)
+    rowbits = max(1, (n - 1).bit_length())
+    if n == 0 or (max(bound - 1, 1)).bit_length() + rowbits > 64:
+        order = np.argsort(keys, kind="stable")
+        return order, keys[order]
+    packed = keys.astype(np.uint64) << np.uint64(rowbits)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    order = (packed & np.uint64((1 << rowbits) - 1)).astype(np.int64)
+    packed >>= np.uint64(rowbits)
+    return order, packed.astype(np.int64)

@@ -17,7 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from gpukit.data.text_table import Column, dictionary_codes, read_table
+from gpukit.data.text_table import (
+    Column,
+    pandas_columns,
+    read_table,
+    release_arrow_memory,
+    string_array,
+    string_codes,
+)
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import DeviceError, InputFormatError
 
@@ -64,15 +71,21 @@ class Run:
         ``"first"`` (keep the first line).
         """
         table = read_table(path, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
-        q_codes, q_vocab = dictionary_codes(table.columns["query_id"])
-        d_codes, d_vocab = dictionary_codes(table.columns["doc_id"])
-        scores = table.columns["score"].to_numpy()
         source = table.source
+        # Columns are popped as they are used so that their memory goes early.
+        scores = _pop_to_numpy(table.columns, "score", np.float64)
         nan = np.flatnonzero(np.isnan(scores))
         if len(nan):
             raise InputFormatError(source, table.line_of(int(nan[0])), "score is NaN")
+        release_arrow_memory()
+        q_codes, q_vocab = string_codes(table.columns.pop("query_id"))
+        release_arrow_memory()
+        d_codes, d_vocab = string_codes(table.columns.pop("doc_id"))
+        release_arrow_memory()
         run_name = name if name is not None else os.path.basename(source)
-        return cls._from_flat(q_codes, q_vocab, d_codes, d_vocab, scores, run_name, dedup, source, table.line_of)
+        flat = [scores]
+        del scores  # _from_flat frees the flat scores once they are laid out
+        return cls._from_flat(q_codes, q_vocab, d_codes, d_vocab, flat, run_name, dedup, source, table.line_of)
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]], name: str = "run", dedup: Dedup = "error") -> "Run":
@@ -88,8 +101,8 @@ class Run:
     @classmethod
     def from_arrays(cls, query_ids, doc_ids, scores, name: str = "run", dedup: Dedup = "error") -> "Run":
         """Build from three parallel sequences (lists, NumPy or Arrow arrays)."""
-        q = pa.chunked_array([pa.array(query_ids, pa.string()).dictionary_encode()])
-        d = pa.chunked_array([pa.array(doc_ids, pa.string()).dictionary_encode()])
+        q = string_array(query_ids)
+        d = string_array(doc_ids)
         s = np.asarray(scores, dtype=np.float64)
         if not (len(q) == len(d) == len(s)):
             raise InputFormatError(name, None, "query_ids, doc_ids and scores differ in length")
@@ -98,9 +111,35 @@ class Run:
         nan = np.flatnonzero(np.isnan(s))
         if len(nan):
             raise InputFormatError(name, None, f"row {int(nan[0])}: score is NaN")
-        q_codes, q_vocab = dictionary_codes(q)
-        d_codes, d_vocab = dictionary_codes(d)
+        q_codes, q_vocab = string_codes(q)
+        d_codes, d_vocab = string_codes(d)
         return cls._from_flat(q_codes, q_vocab, d_codes, d_vocab, s, name, dedup, name, None)
+
+    @classmethod
+    def from_pandas(
+        cls,
+        df,
+        query_col: str = "query_id",
+        doc_col: str = "doc_id",
+        score_col: str = "score",
+        name: str = "run",
+        dedup: Dedup = "error",
+    ) -> "Run":
+        """Build from a pandas DataFrame with one row per retrieved document.
+
+        Column names default to ir_measures' (``query_id``, ``doc_id``,
+        ``score``); for ranx's pass ``query_col="q_id"``. Ids may be strings,
+        categoricals or integers (read as their decimal text, as ``from_dict``
+        does with ``str``). Goes through Arrow, without a Python row loop; the
+        result equals :meth:`from_dict` of the same data.
+        """
+        roles = {"query_col": query_col, "doc_col": doc_col, "score_col": score_col}
+        cols = pandas_columns(df, roles, "Run.from_pandas", name, ids=("query_col", "doc_col"))
+        score = cols["score_col"]
+        if not (pa.types.is_floating(score.type) or pa.types.is_integer(score.type) or pa.types.is_decimal(score.type)):
+            raise InputFormatError(name, None, f"Run.from_pandas: column {score_col!r} must be numeric, got {score.type}")
+        scores = score.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        return cls.from_arrays(cols["query_col"], cols["doc_col"], scores, name=name, dedup=dedup)
 
     @classmethod
     def from_topk(
@@ -154,31 +193,31 @@ class Run:
 
     @classmethod
     def _from_flat(cls, q_codes, q_vocab, d_codes, d_vocab, scores, name, dedup, source, line_of) -> "Run":
-        n_queries = len(q_vocab)
-        rows = _padded_positions(q_codes, n_queries)
-        order, q_sorted, pos, width = rows
-        codes = torch.full((n_queries, width), -1, dtype=torch.int64)
-        score_t = torch.zeros((n_queries, width), dtype=torch.float64)
-        row_of = torch.full((n_queries, width), -1, dtype=torch.int64)
-        qi = torch.from_numpy(q_sorted)
-        pi = torch.from_numpy(pos)
-        codes[qi, pi] = torch.from_numpy(np.ascontiguousarray(d_codes[order], dtype=np.int64))
-        score_t[qi, pi] = torch.from_numpy(np.ascontiguousarray(scores[order], dtype=np.float64))
-        row_of[qi, pi] = torch.from_numpy(np.ascontiguousarray(order, dtype=np.int64))
-        del qi, pi, rows, order, q_sorted, pos
+        """Lay flat (row-aligned) codes and scores out as a Run.
+
+        ``scores`` may be wrapped in a one-element list, which is emptied once
+        the scores are copied into the (Q, K) layout (to free them early).
+        """
+        if dedup not in ("error", "max", "first"):
+            raise ValueError(f"dedup must be 'error', 'max' or 'first', got {dedup!r}")
+        flat_scores = scores.pop() if isinstance(scores, list) else scores
+        del scores
+        # (Q, K) layout with each query's documents in file order, so "first" needs no sort.
+        codes, score_t = _padded_layout(q_codes, len(q_vocab), d_codes, flat_scores)
+        del flat_scores
         if dedup == "max":
             # Highest score first within equal codes, so the kept copy is the max.
             by_score = torch.sort(score_t.masked_fill(codes < 0, -torch.inf), dim=1, descending=True, stable=True).indices
-            codes, score_t, row_of = codes.gather(1, by_score), score_t.gather(1, by_score), row_of.gather(1, by_score)
-        elif dedup == "first":
-            by_row = torch.sort(row_of.masked_fill(codes < 0, torch.iinfo(torch.int64).max), dim=1, stable=True).indices
-            codes, score_t, row_of = codes.gather(1, by_row), score_t.gather(1, by_row), row_of.gather(1, by_row)
-        elif dedup != "error":
-            raise ValueError(f"dedup must be 'error', 'max' or 'first', got {dedup!r}")
-        codes, score_t, perm = _sort_rows(codes, score_t)
-        row_of = row_of.gather(1, perm)
+            codes, score_t = codes.gather(1, by_score), score_t.gather(1, by_score)
+            del by_score
+        _sort_rows_inplace(codes, score_t)
         if dedup == "error":
-            _check_no_duplicates(codes, q_vocab, d_vocab, source, line_of, row_of)
+
+            def rows_of(q: int, code: int) -> list[int]:
+                # Only on error: the file rows of that (query, doc) pair, in file order.
+                return np.flatnonzero((q_codes == q) & (d_codes == code))[:2].tolist()
+
+            _check_no_duplicates(codes, q_vocab, d_vocab, source, line_of, rows_of)
         else:
             repeated = torch.zeros_like(codes, dtype=torch.bool)
             repeated[:, 1:] = (codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] >= 0)
@@ -230,24 +269,87 @@ class Run:
         return f"Run({self.name!r}, queries={self.num_queries}, depth={self.depth}, device={self.device})"
 
 
-def _padded_positions(q_codes: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Where each flat row lands in a (Q, K) layout, keeping file order per query."""
+def _pop_to_numpy(columns: dict, name: str, dtype) -> np.ndarray:
+    """Pop a chunked numeric column as one array, freeing each chunk once
+    copied (no moment with both a full Arrow and a full NumPy copy alive)."""
+    column = columns.pop(name)
+    chunks = column.chunks
+    del column
+    out = np.empty(sum(len(c) for c in chunks), dtype=dtype)
+    at = 0
+    while chunks:
+        chunk = chunks.pop(0)
+        out[at : at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+        at += len(chunk)
+        del chunk
+    return out
+
+
+def _padded_layout(q_codes: np.ndarray, n_queries: int, d_codes: np.ndarray, scores: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """(Q, K) int64 codes (-1 padding) and float64 scores, each row in file order.
+
+    A grouped file (each query's lines contiguous, the usual case) needs no
+    sort; when every query also has the same number of lines the flat arrays
+    are the rows already and are only permuted into query-code order.
+    Otherwise rows are ordered by one direct sort of (query code, line) keys.
+    """
     n = len(q_codes)
-    q = q_codes.astype(np.int64, copy=False)
-    changes = np.flatnonzero(q[1:] != q[:-1]) + 1 if n else np.zeros(0, np.int64)
-    if len(changes) == n_queries - 1:
-        # Grouped file (each query's lines contiguous, the usual case): no sort.
-        order = np.arange(n, dtype=np.int64)
-        q_sorted = q
+    q = q_codes
+    change = np.flatnonzero(q[1:] != q[:-1]) + 1 if n else np.zeros(0, np.int64)
+    if len(change) == n_queries - 1:
+        starts = np.concatenate([np.zeros(1, np.int64), change])
+        lengths = np.diff(np.append(starts, n))
+        group_q = q[starts].astype(np.int64)
+        width = int(lengths.max()) if n else 0
+        if n and int(lengths.min()) == width:
+            codes = np.empty((n_queries, width), dtype=np.int64)
+            codes[group_q] = d_codes.reshape(n_queries, width)
+            score_np = np.empty((n_queries, width), dtype=np.float64)
+            score_np[group_q] = scores.reshape(n_queries, width)
+            return torch.from_numpy(codes), torch.from_numpy(score_np)
+        # Flat slot of row i: its query's row start plus its place within the group.
+        flat = np.repeat(group_q * width - starts, lengths) + np.arange(n, dtype=np.int64)
+        order = None
     else:
-        order = np.argsort(q, kind="stable")
-        q_sorted = q[order]
+        rowbits = max(1, (n - 1).bit_length())
+        packed = q.astype(np.uint64) << np.uint64(rowbits)
+        packed |= np.arange(n, dtype=np.uint64)
+        packed.sort()
+        order = (packed & np.uint64((1 << rowbits) - 1)).astype(np.int64)
+        q_sorted = (packed >> np.uint64(rowbits)).astype(np.int64)
+        del packed
         changes = np.flatnonzero(q_sorted[1:] != q_sorted[:-1]) + 1
-    starts = np.concatenate([[0], changes]).astype(np.int64)
-    lengths = np.diff(np.concatenate([starts, [n]]))
-    pos = np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
-    width = int(lengths.max()) if n else 0
-    return order, q_sorted, pos, width
+        starts = np.concatenate([np.zeros(1, np.int64), changes])
+        lengths = np.diff(np.append(starts, n))
+        width = int(lengths.max()) if n else 0
+        flat = q_sorted * width + (np.arange(n, dtype=np.int64) - np.repeat(starts, lengths))
+        del q_sorted
+    codes = np.full(n_queries * width, -1, dtype=np.int64)
+    score_np = np.zeros(n_queries * width, dtype=np.float64)
+    codes[flat] = d_codes if order is None else d_codes[order]
+    score_np[flat] = scores if order is None else scores[order]
+    return torch.from_numpy(codes.reshape(n_queries, width)), torch.from_numpy(score_np.reshape(n_queries, width))
+
+
+#: Elements per slice of rows in row-wise sorts: bounds the sort's temporaries
+#: (values and int64 indices) and keeps each slice cache-sized on CPU.
+ROW_SLICE_ELEMENTS = 1 << 22
+
+
+def row_slices(n_rows: int, width: int):
+    """Slices of rows holding about ``ROW_SLICE_ELEMENTS`` elements each."""
+    step = max(1, ROW_SLICE_ELEMENTS // max(width, 1))
+    for lo in range(0, n_rows, step):
+        yield slice(lo, min(lo + step, n_rows))
+
+
+def _sort_rows_inplace(codes: torch.Tensor, scores: torch.Tensor) -> None:
+    """``_sort_rows`` on tensors this module owns, slice by slice, in place."""
+    for rows in row_slices(*codes.shape):
+        sorted_codes, perm = torch.sort(codes[rows], dim=1, descending=True, stable=True)
+        scores[rows] = scores[rows].gather(1, perm)
+        codes[rows] = sorted_codes
+        del sorted_codes, perm
 
 
 def _sort_rows(codes: torch.Tensor, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -262,18 +364,24 @@ def _check_no_duplicates(
     doc_ids: pa.Array,
     source: str,
     line_of: Callable[[int], int | None] | None,
-    row_of: torch.Tensor | None,
+    rows_of: Callable[[int, int], list[int]] | None,
 ) -> None:
+    """Raise on a document repeated within a row (rows sorted by code).
+
+    ``rows_of(q, code)`` gives the input rows of that pair in file order; it is
+    called only to name the lines of a duplicate in the error message.
+    """
     if codes.shape[1] < 2:
         return
     repeated = (codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] >= 0)
     if not bool(repeated.any()):
         return
     q, k = (int(x) for x in torch.nonzero(repeated)[0])
+    code = int(codes[q, k + 1])
     qid = query_ids[q].as_py()
-    did = doc_ids[int(codes[q, k + 1])].as_py()
-    if line_of is not None and row_of is not None:
-        lines = sorted(line_of(int(row_of[q, j])) or 0 for j in (k, k + 1))
+    did = doc_ids[code].as_py()
+    if line_of is not None and rows_of is not None:
+        lines = sorted(line_of(int(row)) or 0 for row in rows_of(q, code))
         raise InputFormatError(
             source, lines[1], f"document {did!r} retrieved twice for query {qid!r} (lines {lines[0]} and {lines[1]}); pass dedup='max' or 'first' to keep one"
         )
