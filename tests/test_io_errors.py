@@ -130,3 +130,9 @@ def test_from_topk_rejects_bad_shapes_and_nan():
 def test_from_dict_rejects_fractional_grades():
     with pytest.raises(InputFormatError, match="not an integer"):
         gpukit.Qrels.from_dict({"q": {"d": 1.5}})
+
+
+def test_qrels_grade_outside_32_bits_is_an_error(tmp_path):
+    path = _write(tmp_path, "qrels", "q1 0 d1 1\nq1 0 d2 4294967296\n")
+    err = _error(gpukit.Qrels.from_trec, path)
+    assert err.line == 2 and "out of range" in str(err)

@@ -124,6 +124,15 @@ class Qrels:
 
     @classmethod
     def _from_codes(cls, q_codes, q_vocab, d_codes, d_vocab, grades, source, line_of) -> "Qrels":
+        # Rankings hold grades as int32 with -2**31 reserved for "not judged";
+        # checked once here so a wider grade is an error, never a wrap-around.
+        out_of_range = np.flatnonzero((grades <= -(2**31)) | (grades >= 2**31))
+        if len(out_of_range):
+            row = int(out_of_range[0])
+            raise InputFormatError(
+                source, line_of(row) if line_of else None,
+                f"grade {int(grades[row])} out of range (|grade| must be below 2**31)" + ("" if line_of else f" (row {row})"),
+            )
         n_docs = max(len(d_vocab), 1)
         keys = q_codes.astype(np.int64) * n_docs + d_codes
         order, sorted_keys = _stable_order(keys, max(len(q_vocab), 1) * n_docs)

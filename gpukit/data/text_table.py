@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import math
 import mmap
 import os
 import re
@@ -38,8 +37,6 @@ BLOCK_BYTES = 64 << 20
 _WS_RUN = re.compile(rb"[ \t\r\f\v]+")
 _EDGE_SPACE = re.compile(rb"^ | $", re.MULTILINE)
 _COMMENT_LINE = re.compile(rb"^[ \t]*#[^\n]*", re.MULTILINE)
-
-STRING_DICT = pa.dictionary(pa.int32(), pa.string())
 
 
 @dataclass(frozen=True)
@@ -120,9 +117,7 @@ def _is_gzip(path: str) -> bool:
 
 
 def _opener_for(path: str) -> Callable[[], io.BufferedIOBase]:
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
+    if _is_gzip(path):
         return lambda: gzip.open(path, "rb")  # type: ignore[return-value]
     return lambda: open(path, "rb")
 
@@ -414,41 +409,6 @@ def read_table(
         for name, parts in chunks.items()
     }
     return ParsedTable(source, arrays, num_rows, blocks, opener)
-
-
-def dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """Codes into a sorted vocabulary for a dictionary-encoded string column.
-
-    Returns ``(codes, vocab)``: ``vocab`` holds the distinct strings in
-    byte-wise order (pyarrow's binary string order, which equals code point
-    order for UTF-8) and ``codes[i]`` indexes it. Sorted codes turn "ties
-    broken by docno" into a comparison of integers.
-    """
-    unified = column.unify_dictionaries()
-    if unified.num_chunks == 0:
-        return np.zeros(0, np.int64), pa.array([], pa.string())
-    dictionary = unified.chunk(0).dictionary
-    indices = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in unified.chunks])
-    # A unified dictionary can hold entries no chunk references; keep only used ones.
-    used = np.zeros(len(dictionary), dtype=bool)
-    used[indices] = True
-    order = pc.sort_indices(dictionary).to_numpy()
-    order = order[used[order]]
-    rank = np.full(len(dictionary), -1, dtype=np.int64)
-    rank[order] = np.arange(len(order), dtype=np.int64)
-    return rank[indices], dictionary.take(pa.array(order))
-
-
-def first_nonfinite(values: np.ndarray) -> int | None:
-    """Index of the first NaN or infinite value, if any."""
-    bad = ~np.isfinite(values)
-    if not bad.any():
-        return None
-    return int(np.argmax(bad))
-
-
-def describe_float(value: float) -> str:
-    return "NaN" if math.isnan(value) else repr(value)
 
 
 # --------------------------------------------------------------------------
@@ -946,7 +906,7 @@ def string_array(values) -> pa.Array:
 def string_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """Codes into a byte-wise sorted vocabulary for a string column.
 
-    Returns ``(codes, vocab)`` like :func:`dictionary_codes`: ``vocab`` holds
+    Returns ``(codes, vocab)``: ``vocab`` holds
     the distinct strings in byte-wise order and ``codes[i]`` (int32, or int64
     past 2**31 rows) indexes it. Accepts plain, large or dictionary-encoded
     string arrays (chunked or not); nulls are an error for the caller to
