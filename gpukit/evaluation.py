@@ -35,17 +35,17 @@ def _needs_relevant(r: RankedJudgments, m: Measure, values: torch.Tensor) -> tor
 
 
 def _precision(r, m, cuts):
-    v = metrics.precision(r.relevant(m.rel), cuts, hits=r.running_hits(m.rel))
+    v = metrics.precision(r.relevant(m.rel), cuts)
     return v, _always(v)
 
 
 def _recall(r, m, cuts):
-    v = metrics.recall(r.relevant(m.rel), r.num_relevant(m.rel), cuts, hits=r.running_hits(m.rel))
+    v = metrics.recall(r.relevant(m.rel), r.num_relevant(m.rel), cuts)
     return v, _needs_relevant(r, m, v)
 
 
 def _success(r, m, cuts):
-    v = metrics.success(r.relevant(m.rel), cuts, hits=r.running_hits(m.rel))
+    v = metrics.success(r.relevant(m.rel), cuts)
     return v, _always(v)
 
 
@@ -55,12 +55,12 @@ def _rr(r, m, cuts):
 
 
 def _ap(r, m, cuts):
-    v = metrics.average_precision(r.relevant(m.rel), r.num_relevant(m.rel), cuts, hits=r.running_hits(m.rel))
+    v = metrics.average_precision(r.relevant(m.rel), r.num_relevant(m.rel), cuts)
     return v, _needs_relevant(r, m, v)
 
 
 def _rprec(r, m, cuts):
-    v = metrics.r_precision(r.relevant(m.rel), r.num_relevant(m.rel), hits=r.running_hits(m.rel))
+    v = metrics.r_precision(r.relevant(m.rel), r.num_relevant(m.rel))
     return v, _needs_relevant(r, m, v)
 
 

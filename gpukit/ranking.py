@@ -16,9 +16,10 @@ import pyarrow as pa
 import torch
 
 from gpukit.data.qrels import Qrels
-from gpukit.data.run import Run, row_slices
+from gpukit.data.run import Run, ranking_permutation, row_slices, unranked_rows
 from gpukit.data.text_table import lookup_codes
 from gpukit.errors import InputFormatError
+from gpukit.metrics.binary import row_counts
 
 #: Grade of a retrieved document absent from the qrels (and of padding).
 NOT_JUDGED = -(2**31)
@@ -76,10 +77,10 @@ class RankedJudgments:
 
     def num_relevant(self, rel: int) -> torch.Tensor:
         """(T,) number of judged documents with grade >= ``rel`` (retrieved or not)."""
-        return self._cached(("num_relevant", rel), lambda: (self.ideal >= rel).sum(1))
+        return self._cached(("num_relevant", rel), lambda: row_counts(self.ideal >= rel))
 
     def num_judged(self) -> torch.Tensor:
-        return (self.ideal >= 0).sum(1)
+        return row_counts(self.ideal >= 0)
 
 
 def form_ranking(
@@ -130,16 +131,17 @@ def form_ranking(
             take = safe_rows[rows]
             codes = run.doc_codes.index_select(0, take).masked_fill(~in_run[rows, None], -1)
             scores = run.scores.index_select(0, take).to(score_dtype)
-        # Join while the row is still in code order; the sort then moves int32 grades.
         joined = join(codes, rows)
-        padding = codes < 0
-        num_ret[rows] = (~padding).sum(1)
-        # Rows are sorted by code descending, so one stable sort by score gives
-        # score desc with ties by docno desc; -inf keeps padding last.
-        keyed = scores.masked_fill(padding, -torch.inf) if bool(padding.any()) else scores
-        order = torch.sort(keyed, dim=1, descending=True, stable=True).indices
-        grades[rows] = joined.gather(1, order[:, :width])
-        del codes, scores, joined, padding, keyed, order
+        num_ret[rows] = row_counts(codes >= 0)
+        # Run rows are stored in ranking order for their own score precision;
+        # comparing in another one (float32) can create ties, and only rows
+        # that are then out of order are re-sorted.
+        if scores.dtype != run.scores.dtype:
+            bad = unranked_rows(codes, scores)
+            if bad.numel():
+                joined[bad] = joined[bad].gather(1, ranking_permutation(codes[bad], scores[bad]))
+        grades[rows] = joined[:, :width]
+        del codes, scores, joined
     if max_depth is not None:
         num_ret.clamp_(max=max_depth)
 
@@ -151,33 +153,38 @@ def form_ranking(
 class _GradeJoin:
     """Grades of ranked documents, a slice of topic rows at a time.
 
-    Qrels docs are first expressed in the run's vocabulary (both are sorted, so
-    this is a merge, not a hash lookup; -1: never retrieved). Then each topic
-    row searches its own judged codes in a padded (T, J) table (short,
-    cache-resident binary searches), or, when one topic has too many
-    judgments for such a table, all (topic, code) keys at once.
+    Qrels docs are first expressed as keys of the run's doc space (packed
+    ids, or a merge of two sorted vocabularies; -1: never retrieved). Then
+    each topic row searches its own judged keys in a padded (T, J) table
+    (short, cache-resident binary searches), or, when one topic has too many
+    judgments for such a table, all (topic, judged doc) pairs at once.
     """
 
     def __init__(self, qrels: Qrels, run: Run, topics: np.ndarray, device: torch.device):
         self.device = device
         self.table: tuple[torch.Tensor, torch.Tensor] | None = None
-        self.keys: tuple[torch.Tensor, torch.Tensor] | None = None
-        self.n_vocab = max(len(run.doc_ids), 1)
+        self.pairs: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
         self.topics = torch.from_numpy(topics).to(device)
-        judged_codes = lookup_codes(qrels.doc_ids, run.doc_ids)[qrels.doc_codes]
-        keep = judged_codes >= 0
+        judged_keys = run.doc_space.keys_of(qrels.doc_ids)[qrels.doc_codes]
+        keep = judged_keys >= 0
         if not keep.any():
             return
-        # Both vocabularies are byte-sorted, so the codes stay sorted within a query after the map.
-        kept_q, kept_codes, kept_grades = qrels.query_codes[keep], judged_codes[keep], qrels.grades[keep]
-        table = _per_topic_table(kept_q, kept_codes, kept_grades, topics, self.n_vocab)
+        # Keys keep the ids' byte order, so they stay sorted within a query like the qrels' codes.
+        kept_q, kept_keys, kept_grades = qrels.query_codes[keep], judged_keys[keep], qrels.grades[keep]
+        table = _per_topic_table(kept_q, kept_keys, kept_grades, topics, run.doc_space.bound)
         if table is not None:
             self.table = (torch.from_numpy(table[0]).to(device), torch.from_numpy(table[1]).to(device))
-        else:
-            self.keys = (
-                torch.from_numpy(kept_q * self.n_vocab + kept_codes).to(device),
-                torch.from_numpy(kept_grades).to(device=device, dtype=torch.int32),
-            )
+            return
+        # Pairs: judged docs renumbered densely (their keys may use all 63 bits),
+        # so that (topic, doc) fits one sortable int64.
+        distinct = np.unique(kept_keys)
+        pair_keys = kept_q * len(distinct) + np.searchsorted(distinct, kept_keys)
+        order = np.argsort(pair_keys, kind="stable")
+        self.pairs = (
+            torch.from_numpy(distinct).to(device),
+            torch.from_numpy(pair_keys[order]).to(device),
+            torch.from_numpy(kept_grades[order]).to(device=device, dtype=torch.int32),
+        )
 
     def __call__(self, codes: torch.Tensor, rows: slice) -> torch.Tensor:
         """(R, K) int32 grades of ``codes`` (topic rows ``rows``); NOT_JUDGED when absent."""
@@ -187,22 +194,24 @@ class _GradeJoin:
             pos.clamp_(max=sorted_codes.shape[1] - 1)
             missing = sorted_codes.gather(1, pos) != codes  # padding (-1) never matches
             return sorted_grades.gather(1, pos).masked_fill_(missing, NOT_JUDGED)
-        if self.keys is not None:
-            qkeys, qgrades = self.keys
-            run_keys = self.topics[rows, None] * self.n_vocab + codes.clamp(min=0)
-            pos = torch.searchsorted(qkeys, run_keys).clamp(max=qkeys.numel() - 1)
-            found = (qkeys[pos] == run_keys) & (codes >= 0)
-            return torch.where(found, qgrades[pos], torch.full_like(pos, NOT_JUDGED, dtype=torch.int32))
+        if self.pairs is not None:
+            distinct, pair_keys, grades = self.pairs
+            dense = torch.searchsorted(distinct, codes).clamp_(max=distinct.numel() - 1)
+            judged_doc = (distinct[dense] == codes) & (codes >= 0)
+            run_keys = self.topics[rows, None] * distinct.numel() + dense  # topics hold qrels query codes
+            pos = torch.searchsorted(pair_keys, run_keys).clamp_(max=pair_keys.numel() - 1)
+            found = judged_doc & (pair_keys[pos] == run_keys)
+            return torch.where(found, grades[pos], torch.full_like(pos, NOT_JUDGED, dtype=torch.int32))
         return torch.full(codes.shape, NOT_JUDGED, dtype=torch.int32, device=codes.device)
 
 
 def _per_topic_table(
-    q: np.ndarray, doc_codes: np.ndarray, grades: np.ndarray, topics: np.ndarray, n_vocab: int
+    q: np.ndarray, doc_codes: np.ndarray, grades: np.ndarray, topics: np.ndarray, pad: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """(T, J) judged run-vocabulary codes per topic, ascending and padded with
-    ``n_vocab`` (never a code), and their int32 grades; None when one topic has
+    """(T, J) judged doc keys per topic, ascending and padded with ``pad``
+    (greater than every key), and their int32 grades; None when one topic has
     so many judgments that the padded table would be much larger than the qrels.
-    ``q`` is sorted and codes ascend within a query."""
+    ``q`` is sorted and keys ascend within a query."""
     n_queries = int(q.max()) + 1 if len(q) else 0
     topic_of = np.full(max(n_queries, int(topics.max()) + 1 if len(topics) else 0), -1, dtype=np.int64)
     topic_of[topics] = np.arange(len(topics), dtype=np.int64)
@@ -215,7 +224,7 @@ def _per_topic_table(
         return None
     starts = np.cumsum(counts) - counts
     pos = np.arange(len(t), dtype=np.int64) - starts[t]
-    table = np.full((len(topics), width), n_vocab, dtype=np.int64)
+    table = np.full((len(topics), width), pad, dtype=np.int64)
     table[t, pos] = doc_codes
     grade_table = np.full((len(topics), width), NOT_JUDGED, dtype=np.int32)
     grade_table[t, pos] = grades
@@ -231,11 +240,7 @@ def _ideal_grades(qrels: Qrels, topics: np.ndarray, device: torch.device) -> tor
     t, g = t[keep], qrels.grades[keep]
     if np.abs(qrels.grades).max(initial=0) >= 2**31 - 1:
         raise InputFormatError(qrels.source, None, "grades must fit in 32 bits")
-    # Sort by (topic asc, grade desc) with one direct sort of packed keys (0 <= g < 2**31).
-    key = (t << 32) | ((2**31 - 1) - g)
-    key.sort()
-    t, g = key >> 32, (2**31 - 1) - (key & 0xFFFFFFFF)
-    del key
+    t, g = _by_topic_then_grade_desc(t, g, len(topics))
     counts = np.bincount(t, minlength=len(topics))
     width = int(counts.max()) if len(t) else 0
     starts = np.cumsum(counts) - counts
@@ -243,3 +248,26 @@ def _ideal_grades(qrels: Qrels, topics: np.ndarray, device: torch.device) -> tor
     ideal = np.full((len(topics), max(width, 1)), -1, dtype=np.int32)
     ideal[t, pos] = g
     return torch.from_numpy(ideal).to(device)
+
+
+def _by_topic_then_grade_desc(t: np.ndarray, g: np.ndarray, n_topics: int) -> tuple[np.ndarray, np.ndarray]:
+    """(topic, grade) pairs ordered by topic ascending, grade descending (0 <= g < 2**31).
+
+    Grades take few distinct values, so the order is usually built by counting
+    (a histogram per topic, then repeats): linear, no sort. Otherwise one direct
+    sort of packed keys.
+    """
+    top = int(g.max()) if len(g) else 0
+    if top < (1 << 16):
+        present = np.flatnonzero(np.bincount(g, minlength=top + 1))
+        n_grades = len(present)
+        if n_topics * n_grades <= 4 * len(g) + (1 << 20):
+            rank = np.zeros(top + 1, dtype=np.int64)
+            rank[present[::-1]] = np.arange(n_grades)  # rank 0 = highest grade
+            counts = np.bincount(t * n_grades + rank[g], minlength=n_topics * n_grades)
+            t_sorted = np.repeat(np.arange(n_topics, dtype=np.int64), counts.reshape(n_topics, n_grades).sum(1))
+            g_sorted = np.repeat(np.tile(present[::-1].astype(np.int64), n_topics), counts)
+            return t_sorted, g_sorted
+    key = (t << 32) | ((2**31 - 1) - g)
+    key.sort()
+    return key >> 32, (2**31 - 1) - (key & 0xFFFFFFFF)

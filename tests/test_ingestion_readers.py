@@ -49,7 +49,8 @@ def expected_run(entries, dedup="error"):
         for d, s in per_query[q]:
             if d not in kept or (dedup == "max" and s > kept[d]):
                 kept[d] = s
-        pairs = sorted(((code[d], s) for d, s in kept.items()), key=lambda p: -p[0])
+        # Ranking order: score descending, ties by docno (byte order) descending.
+        pairs = sorted(((code[d], s) for d, s in kept.items()), key=lambda p: (-p[1], -p[0]))
         rows_c.append([c for c, _ in pairs])
         rows_s.append([s for _, s in pairs])
     return qids, docs, rows_c, rows_s
@@ -63,8 +64,11 @@ def assert_run_matches(run, entries, dedup="error"):
     width = max(len(r) for r in rows_c)
     assert run.depth == width
     for i, (rc, rs) in enumerate(zip(rows_c, rows_s)):
+        # Keys may be packed ids or vocabulary codes; what is fixed is the ids
+        # they stand for, in ranking order, then -1 padding.
         got_c = run.doc_codes[i].tolist()
-        assert got_c == rc + [-1] * (width - len(rc))
+        assert got_c[len(rc):] == [-1] * (width - len(rc)) and min(got_c[: len(rc)]) >= 0
+        assert run.doc_ids_of_row(i) == [docs[c] for c in rc]
         assert run.scores[i, : len(rs)].tolist() == rs
 
 

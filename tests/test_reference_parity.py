@@ -10,13 +10,17 @@ to 1e-12, with the means and the evaluated/omitted counts.
 from __future__ import annotations
 
 import math
+from unittest import mock
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpukit
+import gpukit.data.run as run_mod
+from gpukit.data.doc_space import Vocabulary
 from reference import reference_evaluate
 
 CUDA = pytest.param(
@@ -114,6 +118,28 @@ def _evaluate(qrels, run, device, **options):
     return gpukit.evaluate(
         gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict(run), MEASURES, device=device, **options
     )
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(data=qrels_and_run(), options=OPTIONS, float32=st.booleans())
+def test_vocabulary_keys_match_reference(data, options, float32):
+    """The same cases with doc keys forced to vocabulary codes (the space used
+    for long or non-ASCII-leading ids; the ids above all pack into 8 bytes),
+    and with scores compared in float32, where ties appear after rounding."""
+    qrels, run = data
+    if float32:
+        # Scores that differ in float64 but round to one float32 value.
+        run = {q: {d: (s + 1e-9 if i % 2 else s) for i, (d, s) in enumerate(docs.items())} for q, docs in run.items()}
+    key = (lambda s: float(np.float32(s))) if float32 else float
+    expected = reference_evaluate(qrels, run, MEASURES, score_key=key, **options)
+    extra = {"score_dtype": torch.float32} if float32 else {}
+    with mock.patch.object(run_mod, "pack_ids", lambda column: None):
+        built = gpukit.Run.from_dict(run)
+        assert isinstance(built.doc_space, Vocabulary)
+        report = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), built, MEASURES, **options, **extra)
+    assert_matches_reference(report, expected, relevance_level=options["relevance_level"])
+    packed = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict(run), MEASURES, **options, **extra)
+    assert_matches_reference(packed, expected, relevance_level=options["relevance_level"])
 
 
 @pytest.mark.parametrize("device", ["cpu", CUDA])

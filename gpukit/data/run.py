@@ -1,10 +1,14 @@
 """Retrieval runs as padded (Q, K) tensors.
 
-A ``Run`` stores, for each query row, the retrieved documents as integer codes
-into a byte-wise sorted vocabulary, and their scores. Rows are kept sorted by
-document code descending with padding (code -1) at the end, which makes the
-"form ranking" stage a single stable sort by score: ties then fall to the
-larger doc id first, exactly trec_eval's tie-break (score desc, docno desc).
+A ``Run`` stores, for each query row, the retrieved documents as integer keys
+whose order is the ids' byte order (see :mod:`gpukit.data.doc_space`: the ids'
+own packed bytes when they are short, else positions in a sorted vocabulary),
+and their scores. Each row is stored in trec_eval's ranking order (score
+descending, ties by docno descending) with padding (-1) at the end, so that
+forming the ranking needs no sort unless scores are compared in another
+precision. Rows are usually in that order in the file already (runs list
+documents by rank): only rows found out of order, or holding tied scores, are
+sorted.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
+from gpukit.data.doc_space import DocSpace, PackedIds, Vocabulary, pack_ids
 from gpukit.data.text_table import (
     Column,
     pandas_columns,
@@ -46,15 +51,17 @@ class Run:
 
     Attributes:
         query_ids: query id of each row (``pa.StringArray``, unique).
-        doc_ids: document vocabulary, byte-wise sorted, unique.
-        doc_codes: (Q, K) int64 tensor of codes into ``doc_ids``; each row
-            sorted descending, -1 marks padding (always at the row's end).
+        doc_space: how document keys map to ids (:class:`~gpukit.data.doc_space.PackedIds`
+            or a :class:`~gpukit.data.doc_space.Vocabulary`).
+        doc_codes: (Q, K) int64 tensor of document keys in ``doc_space``,
+            ordered as the ids are byte-wise; each row in ranking order
+            (score desc, key desc), -1 marks padding (always at the row's end).
         scores: (Q, K) float tensor aligned with ``doc_codes``.
         name: run name used in reports (file name for files).
     """
 
     query_ids: pa.Array
-    doc_ids: pa.Array
+    doc_space: DocSpace
     doc_codes: torch.Tensor
     scores: torch.Tensor
     name: str = "run"
@@ -80,12 +87,12 @@ class Run:
         release_arrow_memory()
         q_codes, q_vocab = string_codes(table.columns.pop("query_id"))
         release_arrow_memory()
-        d_codes, d_vocab = string_codes(table.columns.pop("doc_id"))
+        d_codes, d_space = _doc_keys(table.columns.pop("doc_id"))
         release_arrow_memory()
         run_name = name if name is not None else os.path.basename(source)
         flat = [scores]
         del scores  # _from_flat frees the flat scores once they are laid out
-        return cls._from_flat(q_codes, q_vocab, d_codes, d_vocab, flat, run_name, dedup, source, table.line_of)
+        return cls._from_flat(q_codes, q_vocab, d_codes, d_space, flat, run_name, dedup, source, table.line_of)
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]], name: str = "run", dedup: Dedup = "error") -> "Run":
@@ -112,8 +119,8 @@ class Run:
         if len(nan):
             raise InputFormatError(name, None, f"row {int(nan[0])}: score is NaN")
         q_codes, q_vocab = string_codes(q)
-        d_codes, d_vocab = string_codes(d)
-        return cls._from_flat(q_codes, q_vocab, d_codes, d_vocab, s, name, dedup, name, None)
+        d_codes, d_space = _doc_keys(d)
+        return cls._from_flat(q_codes, q_vocab, d_codes, d_space, s, name, dedup, name, None)
 
     @classmethod
     def from_pandas(
@@ -187,13 +194,15 @@ class Run:
         qids = pa.array([str(q) for q in query_ids], pa.string())
         if len(qids) > 1 and pc.count_distinct(qids).as_py() != len(qids):
             raise InputFormatError(name, None, "query_ids contains duplicates")
-        codes, sorted_scores, _ = _sort_rows(codes, scores)
-        _check_no_duplicates(codes, qids, vocab, name, None, None)
-        return cls(qids, vocab, codes, sorted_scores, name)
+        space = Vocabulary(vocab)
+        _check_no_duplicates(codes, qids, space, name, None, None)
+        ranked_scores = scores.clone()  # the caller's tensor is left as it is
+        rank_rows_inplace(codes, ranked_scores)
+        return cls(qids, space, codes, ranked_scores, name)
 
     @classmethod
-    def _from_flat(cls, q_codes, q_vocab, d_codes, d_vocab, scores, name, dedup, source, line_of) -> "Run":
-        """Lay flat (row-aligned) codes and scores out as a Run.
+    def _from_flat(cls, q_codes, q_vocab, d_codes, d_space, scores, name, dedup, source, line_of) -> "Run":
+        """Lay flat (row-aligned) query codes, doc keys and scores out as a Run.
 
         ``scores`` may be wrapped in a one-element list, which is emptied once
         the scores are copied into the (Q, K) layout (to free them early).
@@ -205,20 +214,20 @@ class Run:
         # (Q, K) layout with each query's documents in file order, so "first" needs no sort.
         codes, score_t = _padded_layout(q_codes, len(q_vocab), d_codes, flat_scores)
         del flat_scores
-        if dedup == "max":
-            # Highest score first within equal codes, so the kept copy is the max.
-            by_score = torch.sort(score_t.masked_fill(codes < 0, -torch.inf), dim=1, descending=True, stable=True).indices
-            codes, score_t = codes.gather(1, by_score), score_t.gather(1, by_score)
-            del by_score
-        _sort_rows_inplace(codes, score_t)
         if dedup == "error":
 
             def rows_of(q: int, code: int) -> list[int]:
                 # Only on error: the file rows of that (query, doc) pair, in file order.
                 return np.flatnonzero((q_codes == q) & (d_codes == code))[:2].tolist()
 
-            _check_no_duplicates(codes, q_vocab, d_vocab, source, line_of, rows_of)
+            _check_no_duplicates(codes, q_vocab, d_space, source, line_of, rows_of)
         else:
+            if dedup == "max":
+                # Highest score first within equal codes, so the kept copy is the max.
+                by_score = torch.sort(score_t.masked_fill(codes < 0, -torch.inf), dim=1, descending=True, stable=True).indices
+                codes, score_t = codes.gather(1, by_score), score_t.gather(1, by_score)
+                del by_score
+            _sort_rows_inplace(codes, score_t)  # by key: the copies of a document become neighbours
             repeated = torch.zeros_like(codes, dtype=torch.bool)
             repeated[:, 1:] = (codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] >= 0)
             if bool(repeated.any()):
@@ -226,7 +235,8 @@ class Run:
                 codes, score_t, _ = _sort_rows(codes, score_t)
                 width = int((codes >= 0).sum(1).max())
                 codes, score_t = codes[:, :width].contiguous(), score_t[:, :width].contiguous()
-        return cls(q_vocab, d_vocab, codes, score_t, name)
+        rank_rows_inplace(codes, score_t)
+        return cls(q_vocab, d_space, codes, score_t, name)
 
     # ----------------------------------------------------------------- access
     @property
@@ -249,21 +259,33 @@ class Run:
     def to(self, device: DeviceLike) -> "Run":
         """A copy on ``device`` (explicit; evaluation never moves a run silently)."""
         dev = resolve_device(device)
-        return Run(self.query_ids, self.doc_ids, self.doc_codes.to(dev), self.scores.to(dev), self.name)
+        return Run(self.query_ids, self.doc_space, self.doc_codes.to(dev), self.scores.to(dev), self.name)
 
     def query_id_list(self) -> list[str]:
         return self.query_ids.to_pylist()
 
+    @property
+    def doc_ids(self) -> pa.Array:
+        """The distinct retrieved document ids, byte-wise sorted (with a
+        vocabulary: every id it holds). Computed on demand for packed keys."""
+        return self.doc_space.distinct_ids(self.doc_codes.cpu().numpy())
+
+    def doc_ids_of_row(self, row: int) -> list[str]:
+        """Document ids of row ``row``, in stored order (key descending, no padding)."""
+        keys = self.doc_codes[row].cpu().numpy()
+        return self.doc_space.ids_of(keys[keys >= 0]).to_pylist()
+
     def to_dict(self) -> dict[str, dict[str, float]]:
         """The pytrec_eval / ranx shape ``{query_id: {doc_id: score}}``."""
         qids = self.query_ids.to_pylist()
-        dids = self.doc_ids.to_pylist()
-        codes = self.doc_codes.cpu().tolist()
+        keys = self.doc_codes.cpu().numpy()
+        valid = keys >= 0
+        ids = iter(self.doc_space.ids_of(keys[valid]).to_pylist())  # row-major, as the loop below
         scores = self.scores.cpu().tolist()
-        return {
-            q: {dids[c]: s for c, s in zip(row_c, row_s) if c >= 0}
-            for q, row_c, row_s in zip(qids, codes, scores)
-        }
+        out = {}
+        for q, row_valid, row_s in zip(qids, valid.tolist(), scores):
+            out[q] = {next(ids): s for ok, s in zip(row_valid, row_s) if ok}
+        return out
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}, queries={self.num_queries}, depth={self.depth}, device={self.device})"
@@ -352,34 +374,85 @@ def _sort_rows_inplace(codes: torch.Tensor, scores: torch.Tensor) -> None:
         del sorted_codes, perm
 
 
+def unranked_rows(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """(R,) indices of the rows not in ranking order: some adjacent pair is
+    not strictly decreasing in score (a tie or an inversion), or padding
+    precedes a document. Rows in order need no sort at all."""
+    if codes.shape[1] < 2:
+        return torch.zeros(0, dtype=torch.int64, device=codes.device)
+    doc = codes >= 0
+    in_order = (doc[:, 1:] & (scores[:, 1:] < scores[:, :-1])) | ~doc[:, 1:]
+    in_order &= doc[:, :-1] | ~doc[:, 1:]
+    return torch.nonzero(~in_order.all(1)).flatten()
+
+
+def ranking_permutation(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """Per row, the permutation into ranking order: score descending, ties by
+    key (docno) descending, padding last. Two stable sorts: by key, then by score."""
+    by_key = torch.sort(codes, dim=1, descending=True, stable=True).indices
+    keyed = scores.gather(1, by_key).masked_fill(codes.gather(1, by_key) < 0, -torch.inf)
+    by_score = torch.sort(keyed, dim=1, descending=True, stable=True).indices
+    return by_key.gather(1, by_score)
+
+
+def rank_rows_inplace(codes: torch.Tensor, scores: torch.Tensor) -> None:
+    """Put every row of a run in ranking order, sorting only the rows that are not."""
+    for rows in row_slices(*codes.shape):
+        c, s = codes[rows], scores[rows]
+        bad = unranked_rows(c, s)
+        if bad.numel():
+            perm = ranking_permutation(c[bad], s[bad])
+            c[bad] = c[bad].gather(1, perm)
+            s[bad] = s[bad].gather(1, perm)
+            del perm
+        del bad
+
+
 def _sort_rows(codes: torch.Tensor, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Sort each row by doc code descending (stable; padding -1 goes last)."""
     sorted_codes, perm = torch.sort(codes, dim=1, descending=True, stable=True)
     return sorted_codes, scores.gather(1, perm), perm
 
 
+def _doc_keys(column) -> tuple[np.ndarray, DocSpace]:
+    """Doc keys of a string column: packed ids when every id allows it, else
+    codes into a sorted vocabulary (see :mod:`gpukit.data.doc_space`)."""
+    packed = pack_ids(column)
+    if packed is not None:
+        return packed, PackedIds()
+    codes, vocab = string_codes(column)
+    return codes, Vocabulary(vocab)
+
+
 def _check_no_duplicates(
     codes: torch.Tensor,
     query_ids: pa.Array,
-    doc_ids: pa.Array,
+    doc_space: DocSpace,
     source: str,
     line_of: Callable[[int], int | None] | None,
     rows_of: Callable[[int, int], list[int]] | None,
 ) -> None:
-    """Raise on a document repeated within a row (rows sorted by code).
+    """Raise on a document repeated within a row (rows in any order).
 
     ``rows_of(q, code)`` gives the input rows of that pair in file order; it is
     called only to name the lines of a duplicate in the error message.
     """
     if codes.shape[1] < 2:
         return
-    repeated = (codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] >= 0)
-    if not bool(repeated.any()):
-        return
-    q, k = (int(x) for x in torch.nonzero(repeated)[0])
-    code = int(codes[q, k + 1])
+    for rows in row_slices(*codes.shape):
+        if codes.device.type == "cpu":  # values only: NumPy's row sort is several times faster here
+            keys = torch.from_numpy(np.sort(codes[rows].numpy(), axis=1))
+        else:
+            keys = torch.sort(codes[rows], dim=1).values
+        repeated = (keys[:, 1:] == keys[:, :-1]) & (keys[:, 1:] >= 0)
+        if bool(repeated.any()):
+            q, k = (int(x) for x in torch.nonzero(repeated)[0])
+            _raise_duplicate(rows.start + q, int(keys[q, k + 1]), query_ids, doc_space, source, line_of, rows_of)
+
+
+def _raise_duplicate(q, code, query_ids, doc_space, source, line_of, rows_of) -> None:
     qid = query_ids[q].as_py()
-    did = doc_ids[code].as_py()
+    did = doc_space.ids_of(np.array([code]))[0].as_py()
     if line_of is not None and rows_of is not None:
         lines = sorted(line_of(int(row)) or 0 for row in rows_of(q, code))
         raise InputFormatError(

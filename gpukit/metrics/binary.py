@@ -3,13 +3,17 @@
 Inputs are ranked relevance masks ``rel`` of shape (Q, K) (True where the
 document at that rank has grade >= the relevance level; padding is False) and
 per-query counts. Every function takes a list of cutoffs and answers all of
-them from one cumulative sum, returning float64 (Q, C). A caller evaluating
-several measures may pass ``hits = running_hits(rel)`` to share that sum.
+them at once, returning float64 (Q, C). Counts (P, R, Success, Rprec) are row
+sums of the relevance mask, exact in any order; AP's float sum is added left
+to right on every device (see ``ordered_prefix_at``), from the relevant
+positions alone on CPU. A caller may pass ``hits = running_hits(rel)`` to
+read counts off a running sum it already has.
 Where a denominator is zero the value is 0 (trec_eval); whether such queries
 enter a mean is the evaluation layer's convention, not the kernel's.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from gpukit.metrics.cutoffs import Cutoffs, cutoff_values, ordered_prefix_at, prefix_at, safe_divide, truncate
@@ -21,10 +25,28 @@ def running_hits(rel: torch.Tensor) -> torch.Tensor:
 
 
 def _hits_at(rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None) -> torch.Tensor:
-    """Relevant documents in the top k, (Q, C) float64."""
-    if hits is None:
-        hits = running_hits(truncate(rel, cutoffs))
-    return prefix_at(hits, cutoffs).to(torch.float64)
+    """Relevant documents in the top k, (Q, C) float64.
+
+    Without a shared running sum, each cutoff is a row sum of the first k
+    columns: integer counts are exact in any order, and a vectorised row sum
+    is several times cheaper than a running sum over every column.
+    """
+    if hits is not None:
+        return prefix_at(hits, cutoffs).to(torch.float64)
+    q, width = rel.shape
+    cols = [row_counts(rel[:, : (width if k is None else min(int(k), width))]) for k in cutoffs]
+    return torch.stack(cols, dim=1).to(torch.float64) if cols else rel.new_zeros((q, 0), dtype=torch.float64)
+
+
+def row_counts(mask: torch.Tensor) -> torch.Tensor:
+    """(Q,) int64 number of True entries per row of a (Q, k) bool mask.
+
+    Counts are exact whatever the order, so the CPU path may use NumPy, whose
+    short-row counting is about ten times faster than torch's row reduction.
+    """
+    if mask.device.type == "cpu" and mask.shape[1] > 0:
+        return torch.from_numpy(np.count_nonzero(mask.numpy(), axis=1).astype(np.int64, copy=False))
+    return mask.sum(1)
 
 
 def _k(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
@@ -51,17 +73,21 @@ def first_relevant_rank(rel: torch.Tensor) -> torch.Tensor:
     q, width = rel.shape
     if width == 0:
         return torch.ones(q, dtype=torch.int64, device=rel.device)
-    first = torch.argmax(rel.to(torch.uint8), dim=1) + 1
-    return torch.where(rel.any(1), first, torch.full_like(first, width + 1))
+    # argmax finds the first maximum; a row without a relevant document has
+    # its maximum (False) at column 0, told apart by reading that entry.
+    first = torch.argmax(rel.view(torch.uint8), dim=1, keepdim=True)
+    found = rel.gather(1, first)[:, 0]
+    first = first[:, 0] + 1
+    return torch.where(found, first, torch.full_like(first, width + 1))
 
 
 def reciprocal_rank(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     """RR@k = 1 / rank of the first relevant document if it is within k, else 0."""
     rel = truncate(rel, cutoffs)
     first = first_relevant_rank(rel).to(torch.float64)[:, None]
-    # first_relevant_rank answers K + 1 for "none": test hits explicitly so a
-    # cutoff beyond the longest ranking cannot count that sentinel.
-    hit = rel.any(1)[:, None] & (first <= _k(rel, cutoffs))
+    # "None" is K + 1, so capping each cutoff at K keeps a cutoff beyond the
+    # longest ranking from counting that sentinel.
+    hit = first <= _k(rel, cutoffs).clamp(max=rel.shape[1])
     return torch.where(hit, 1.0 / first, torch.zeros_like(first))
 
 
@@ -74,12 +100,46 @@ def average_precision(
     not and whatever k is (trec_eval's map and map_cut).
     """
     rel = truncate(rel, cutoffs)
-    hits = running_hits(rel) if hits is None else hits[:, : rel.shape[1]]
-    ranks = torch.arange(1, rel.shape[1] + 1, device=rel.device, dtype=torch.float64)
-    # Same-dtype in-place steps: mixed int/float/bool arithmetic is several
-    # times slower on CPU.
-    precision_at_rel = hits.to(torch.float64).div_(ranks).masked_fill_(~rel, 0.0)
-    return safe_divide(ordered_prefix_at(precision_at_rel, cutoffs), num_rel[:, None])
+    if rel.device.type == "cpu" and hits is None:
+        sums = _sparse_precision_sums(rel, cutoffs)
+    else:
+        hits = running_hits(rel) if hits is None else hits[:, : rel.shape[1]]
+        ranks = torch.arange(1, rel.shape[1] + 1, device=rel.device, dtype=torch.float64)
+        # Same-dtype in-place steps: mixed int/float/bool arithmetic is several
+        # times slower on CPU.
+        precision_at_rel = hits.to(torch.float64).div_(ranks).masked_fill_(~rel, 0.0)
+        sums = ordered_prefix_at(precision_at_rel, cutoffs)
+    return safe_divide(sums, num_rel[:, None])
+
+
+def _sparse_precision_sums(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+    """Sum of P@i over the relevant ranks i <= k, (Q, C), from the relevant
+    positions alone (CPU).
+
+    The j-th relevant document of a row, at rank i, contributes j / i. The
+    terms of a row are added left to right starting from 0 (``np.bincount``
+    adds its weights in input order), which is bitwise the dense fixed-order
+    sum of :func:`ordered_prefix_at`: the dense sum only adds exact zeros in
+    between. Work is proportional to the relevant documents, not to Q x K.
+    """
+    q, width = rel.shape
+    out = torch.zeros((q, len(cutoffs)), dtype=torch.float64)
+    if width == 0 or q == 0:
+        return out
+    flat = np.flatnonzero(rel.contiguous().numpy().reshape(-1))  # row-major: ranks ascend within a row
+    row = flat // width
+    col = flat - row * width
+    counts = np.bincount(row, minlength=q)
+    first = np.cumsum(counts) - counts
+    j = np.arange(1, len(flat) + 1, dtype=np.int64) - first[row]
+    term = j.astype(np.float64) / (col + 1).astype(np.float64)
+    for c, k in enumerate(cutoffs):
+        if k is None or int(k) >= width:
+            out[:, c] = torch.from_numpy(np.bincount(row, weights=term, minlength=q))
+        else:
+            keep = col < int(k)
+            out[:, c] = torch.from_numpy(np.bincount(row[keep], weights=term[keep], minlength=q))
+    return out
 
 
 def r_precision(rel: torch.Tensor, num_rel: torch.Tensor, hits: torch.Tensor | None = None) -> torch.Tensor:
@@ -87,9 +147,13 @@ def r_precision(rel: torch.Tensor, num_rel: torch.Tensor, hits: torch.Tensor | N
     q, width = rel.shape
     if width == 0:
         return torch.zeros((q, 1), dtype=torch.float64, device=rel.device)
-    hits = running_hits(rel) if hits is None else hits
-    col = (num_rel.clamp(min=1, max=width) - 1).to(torch.int64)
-    return safe_divide(hits.gather(1, col[:, None]).to(torch.float64), num_rel[:, None])
+    if hits is not None:
+        col = (num_rel.clamp(min=1, max=width) - 1).to(torch.int64)
+        found = hits.gather(1, col[:, None]).to(torch.float64)
+    else:
+        top_r = torch.arange(width, device=rel.device)[None, :] < num_rel[:, None]
+        found = row_counts(rel & top_r)[:, None].to(torch.float64)
+    return safe_divide(found, num_rel[:, None])
 
 
 def bpref(rel: torch.Tensor, judged_nonrel: torch.Tensor, num_rel: torch.Tensor, num_nonrel: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,62 @@
+"""Doc key spaces: packed ids keep byte order and round-trip; runs fall back to
+a vocabulary when an id cannot be packed; both spaces evaluate alike."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import gpukit
+from gpukit.data.doc_space import PackedIds, Vocabulary, pack_ids
+
+IDS = ["", "a", "D1", "D10", "D1a", "D2", "d\u00e9", "12345678", "zzzzzzzz", "Z", "0"]
+
+
+def test_packed_keys_order_like_bytes_and_round_trip():
+    keys = pack_ids(pa.array(IDS))
+    assert keys is not None
+    by_key = [i for _, i in sorted(zip(keys.tolist(), IDS))]
+    assert by_key == sorted(IDS, key=lambda s: s.encode())
+    assert PackedIds().ids_of(keys).to_pylist() == IDS
+    assert PackedIds().keys_of(pa.array(IDS)).tolist() == keys.tolist()
+
+
+@pytest.mark.parametrize("bad", ["123456789", "\u00e9t\u00e9", "a\x00b"])
+def test_unpackable_ids(bad):
+    assert pack_ids(pa.array(["d1", bad])) is None
+    assert PackedIds().keys_of(pa.array(["d1", bad])).tolist()[1] == -1
+    run = gpukit.Run.from_dict({"q": {"d1": 1.0, bad: 2.0}})
+    assert isinstance(run.doc_space, Vocabulary)
+    assert run.doc_ids_of_row(0) == [bad, "d1"]
+
+
+def test_packed_run_accessors():
+    run = gpukit.Run.from_dict({"q2": {"D10": 1.0, "D1": 1.0, "x": 3.0}, "q1": {"a": 0.5}})
+    assert isinstance(run.doc_space, PackedIds)
+    assert run.doc_ids.to_pylist() == ["D1", "D10", "a", "x"]
+    # Ranking order: score descending, ties by docno descending ("D10" > "D1").
+    assert run.doc_ids_of_row(1) == ["x", "D10", "D1"]
+    assert run.to_dict() == {"q1": {"a": 0.5}, "q2": {"x": 3.0, "D10": 1.0, "D1": 1.0}}
+
+
+def test_long_judged_ids_never_match_a_packed_run():
+    qrels = gpukit.Qrels.from_dict({"q": {"d1": 1, "d1xxxxxxxxxx": 1, "d2": 0}})
+    run = gpukit.Run.from_dict({"q": {"d1": 2.0, "d2": 1.0, "d3": 0.5}})
+    assert isinstance(run.doc_space, PackedIds)
+    report = gpukit.evaluate(qrels, run, ["NumRelRet", "NumRel", "AP", "Judged@3"], convention="trec_eval")
+    assert report["NumRelRet"].per_query.tolist() == [1.0]
+    assert report["NumRel"].per_query.tolist() == [2.0]
+    assert report["AP"].per_query.tolist() == [0.5]
+    assert report["Judged@3"].per_query.tolist() == [pytest.approx(2 / 3)]
+
+
+def test_same_scores_in_both_spaces():
+    qrels = {"q1": {"d1": 2, "d10": 1, "d2": 0, "e": 3}, "q2": {"x": 1}}
+    run = {"q1": {"d1": 1.0, "d10": 1.0, "d2": 1.0, "e": 0.0, "f": 0.5}, "q2": {"x": -1.0, "y": -1.0}}
+    long_run = {q: {**docs, "padding-id-longer-than-8": -9.0} for q, docs in run.items()}
+    names = ["AP", "nDCG@2", "RR", "P@2", "Rprec", "Bpref"]
+    a = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict(run), names, convention="trec_eval", max_depth=4)
+    b_run = gpukit.Run.from_dict(long_run)
+    assert isinstance(b_run.doc_space, Vocabulary)
+    b = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), b_run, names, convention="trec_eval", max_depth=4)
+    for name in names:
+        assert a[name].per_query.tolist() == b[name].per_query.tolist(), name
