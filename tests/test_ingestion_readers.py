@@ -114,7 +114,7 @@ def format_lines(rng: random.Random, fields_list, messy: bool, extra_ok: bool) -
         if messy and rng.random() < 0.05:
             out.append(rng.choice(["", "   ", "# a comment line", "  # indented comment", "\t"]))
         if messy:
-            seps = [rng.choice([" ", "  ", "\t", " \t "]) for _ in fields[1:]]
+            seps = [rng.choice([" ", "  ", "\t", " \t ", "\f", "\v"]) for _ in fields[1:]]
             line = fields[0] + "".join(s + f for s, f in zip(seps, fields[1:]))
             if rng.random() < 0.2:
                 line = rng.choice([" ", "\t"]) + line

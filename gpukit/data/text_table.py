@@ -126,7 +126,8 @@ def _normalise(block: bytes) -> bytes:
     """Make a block single-space separated without moving any newline."""
     if b"#" in block:
         block = _COMMENT_LINE.sub(b"", block)
-    if b"\t" in block or b"  " in block or b"\r" in block or block[:1] == b" " or b"\n " in block or b" \n" in block:
+    if (b"\t" in block or b"  " in block or b"\r" in block or b"\f" in block or b"\v" in block
+            or block[:1] == b" " or b"\n " in block or b" \n" in block):
         block = _WS_RUN.sub(b" ", block)
         block = _EDGE_SPACE.sub(b"", block)
     return block
@@ -175,14 +176,30 @@ def _cut_extra_fields(block: bytes, n_fields: int) -> bytes:
     return pattern.sub(rb"\1", block)
 
 
+_SCAN_BYTES = 1 << 20  # cache-sized pieces for the control-byte scan
+
+
 def _has_slow_whitespace(buf, start: int, end: int) -> bool:
     """Whether a block may need ``_normalise`` beyond what Arrow's parse reveals.
 
-    Only single-byte (memchr-speed) checks: tabs, CR, FF, VT and comment
-    marks. Leading, trailing and doubled spaces are found after the fast
-    parse instead, as empty fields (see ``_has_empty_field``).
+    Tabs, CR, FF and VT (any control byte but the newline) are found in one
+    vectorised scan, comment marks by memchr. Leading, trailing and doubled
+    spaces are found after the fast parse instead, as empty fields (see
+    ``_has_empty_field``).
     """
-    return any(buf.find(ch, start, end) >= 0 for ch in (b"\t", b"#", b"\r", b"\f", b"\v"))
+    data = np.frombuffer(memoryview(buf)[start:end], dtype=np.uint8)
+    scratch = np.empty(min(_SCAN_BYTES, len(data)), dtype=np.uint8)
+    for lo in range(0, len(data), _SCAN_BYTES):
+        part = data[lo : lo + _SCAN_BYTES]
+        s = scratch[: len(part)]
+        # x ^ 0x0A maps the newline to 0 and the other bytes below 0x20 to
+        # 1..31; minus 1 (wrapping) puts exactly those at 0..30, and every
+        # other byte (the newline included) at 31 or more.
+        np.bitwise_xor(part, 0x0A, out=s)
+        np.subtract(s, 1, out=s)
+        if int(s.min()) < 31:
+            return True
+    return buf.find(b"#", start, end) >= 0
 
 
 def _has_empty_field(table: pa.Table) -> bool:
