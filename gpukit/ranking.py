@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from gpukit.data.doc_space import translate_keys
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run, ranking_permutation, row_slices, unranked_rows
 from gpukit.data.text_table import lookup_codes
@@ -165,7 +166,7 @@ class _GradeJoin:
         self.table: tuple[torch.Tensor, torch.Tensor] | None = None
         self.pairs: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
         self.topics = torch.from_numpy(topics).to(device)
-        judged_keys = run.doc_space.keys_of(qrels.doc_ids)[qrels.doc_codes]
+        judged_keys = translate_keys(qrels.doc_codes, qrels.doc_space, run.doc_space)
         keep = judged_keys >= 0
         if not keep.any():
             return

@@ -7,6 +7,7 @@ import pytest
 
 import gpukit
 from gpukit.data.doc_space import PackedIds, Vocabulary, pack_ids
+from gpukit.errors import InputFormatError
 
 IDS = ["", "a", "D1", "D10", "D1a", "D2", "d\u00e9", "12345678", "zzzzzzzz", "Z", "0"]
 
@@ -60,3 +61,30 @@ def test_same_scores_in_both_spaces():
     b = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), b_run, names, convention="trec_eval", max_depth=4)
     for name in names:
         assert a[name].per_query.tolist() == b[name].per_query.tolist(), name
+
+
+@pytest.mark.parametrize("layout", ["sorted", "shuffled", "one_huge_topic"])
+def test_packed_qrels_pair_order_matches_lexsort(layout):
+    import numpy as np
+
+    from gpukit.data.qrels import _pair_order
+
+    rng = np.random.default_rng(3)
+    n_queries = 50
+    q = rng.integers(0, n_queries, 2000)
+    if layout == "one_huge_topic":
+        q[:1500] = 7  # the padded (queries, judgments) table would be too wide
+    keys = rng.integers(0, 40, len(q)) * 1_000_003  # repeats: stability matters
+    if layout == "sorted":
+        order = np.lexsort((keys, q))
+        q, keys = q[order], keys[order]
+    got = _pair_order(q.astype(np.int64), keys.astype(np.int64), n_queries, PackedIds())
+    assert np.array_equal(got, np.lexsort((keys, q)))
+
+
+def test_duplicate_packed_judgment_names_both_lines(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("q1 0 b 1\nq2 0 a 0\nq1 0 c 2\nq1 0 b 0\n")
+    with pytest.raises(InputFormatError) as info:
+        gpukit.Qrels.from_trec(path)
+    assert "lines 1 and 4" in str(info.value) and "'b'" in str(info.value)

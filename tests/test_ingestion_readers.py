@@ -78,7 +78,9 @@ def assert_qrels_matches(qrels, judgments):
     assert qrels.query_ids.to_pylist() == qids and qrels.doc_ids.to_pylist() == docs
     qc, dc = {q: i for i, q in enumerate(qids)}, {d: i for i, d in enumerate(docs)}
     rows = sorted((qc[q], dc[d], g) for q, d, g in judgments)
-    got = list(zip(qrels.query_codes.tolist(), qrels.doc_codes.tolist(), qrels.grades.tolist()))
+    # Doc keys may be packed ids or vocabulary codes: compare the ids they stand for.
+    got_docs = qrels.doc_space.ids_of(qrels.doc_codes).to_pylist()
+    got = list(zip(qrels.query_codes.tolist(), [dc[d] for d in got_docs], qrels.grades.tolist()))
     assert got == rows
     assert qrels.query_codes.dtype == np.int64 and qrels.grades.dtype == np.int64
 

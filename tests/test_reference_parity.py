@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpukit
-import gpukit.data.run as run_mod
+from gpukit.data import doc_space
 from gpukit.data.doc_space import Vocabulary
 from reference import reference_evaluate
 
@@ -133,10 +133,10 @@ def test_vocabulary_keys_match_reference(data, options, float32):
     key = (lambda s: float(np.float32(s))) if float32 else float
     expected = reference_evaluate(qrels, run, MEASURES, score_key=key, **options)
     extra = {"score_dtype": torch.float32} if float32 else {}
-    with mock.patch.object(run_mod, "pack_ids", lambda column: None):
-        built = gpukit.Run.from_dict(run)
-        assert isinstance(built.doc_space, Vocabulary)
-        report = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), built, MEASURES, **options, **extra)
+    with mock.patch.object(doc_space, "pack_ids", lambda column: None):
+        built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
+        assert isinstance(built.doc_space, Vocabulary) and isinstance(judged.doc_space, Vocabulary)
+        report = gpukit.evaluate(judged, built, MEASURES, **options, **extra)
     assert_matches_reference(report, expected, relevance_level=options["relevance_level"])
     packed = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict(run), MEASURES, **options, **extra)
     assert_matches_reference(packed, expected, relevance_level=options["relevance_level"])

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpukit.data.text_table import (
+    string_codes,
     _ByteRows,
     _key_width,
     _offsets,
@@ -136,3 +137,25 @@ def _has_nul(chunks: list[pa.Array]) -> np.ndarray:
             out[np.searchsorted(off[1:] - off[0], nul, side="right")] = True
         parts.append(out)
     return np.concatenate(parts)
+
+
+def doc_keys(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, DocSpace]:
+    """Doc keys of a string column: packed ids when every id allows it, else
+    codes into a sorted vocabulary."""
+    packed = pack_ids(column)
+    if packed is not None:
+        return packed, PackedIds()
+    codes, vocab = string_codes(column)
+    return codes, Vocabulary(vocab)
+
+
+def translate_keys(keys: np.ndarray, source: DocSpace, target: DocSpace) -> np.ndarray:
+    """``keys`` of ``source`` re-expressed in ``target``; -1 for an id ``target``
+    cannot hold. Order-preserving maps, so sorted keys stay sorted (minus the -1s)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    if isinstance(source, PackedIds) and isinstance(target, PackedIds):
+        return keys
+    if isinstance(source, Vocabulary):
+        return target.keys_of(source.ids)[keys]
+    distinct = np.unique(keys)  # packed source, vocabulary target: look up each distinct id once
+    return target.keys_of(source.ids_of(distinct))[np.searchsorted(distinct, keys)]

@@ -1,8 +1,9 @@
 """Relevance judgments (qrels) as integer-coded arrays.
 
 A ``Qrels`` holds one row per judged (query, document) pair, sorted by query
-code then document code, with both codes indexing vocabularies sorted
-byte-wise. Grades are integers; a negative grade means "in the pool but not
+code then document key: query codes index a byte-wise sorted vocabulary, and
+document keys keep the ids' byte order (packed ids or vocabulary positions,
+see :mod:`gpukit.data.doc_space`). Grades are integers; a negative grade means "in the pool but not
 judged" (trec_eval's convention): it is neither relevant nor non-relevant.
 """
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Mapping
 
 import numpy as np
 import pyarrow as pa
+import torch
 
+from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
 from gpukit.data.text_table import (
     Column,
     ParsedTable,
@@ -34,15 +37,16 @@ class Qrels:
 
     Attributes:
         query_ids: distinct query ids, byte-wise sorted (``pa.StringArray``).
-        doc_ids: distinct judged doc ids, byte-wise sorted.
-        query_codes, doc_codes: int64 arrays indexing those vocabularies,
-            sorted by (query_code, doc_code), no duplicate pairs.
+        doc_space: how document keys map to ids.
+        query_codes: int64 codes into ``query_ids``.
+        doc_codes: int64 document keys in ``doc_space``; rows sorted by
+            (query_code, doc key), no duplicate pairs.
         grades: int64 grades aligned with the codes.
         source: where the judgments came from (file name or "<dict>").
     """
 
     query_ids: pa.Array
-    doc_ids: pa.Array
+    doc_space: DocSpace
     query_codes: np.ndarray
     doc_codes: np.ndarray
     grades: np.ndarray
@@ -63,10 +67,10 @@ class Qrels:
     def _from_table(cls, table: ParsedTable) -> "Qrels":
         q_codes, q_vocab = string_codes(table.columns.pop("query_id"))
         release_arrow_memory()
-        d_codes, d_vocab = string_codes(table.columns.pop("doc_id"))
+        d_codes, d_space = doc_keys(table.columns.pop("doc_id"))
         grades = table.columns.pop("grade").to_numpy()
         release_arrow_memory()
-        return cls._from_codes(q_codes, q_vocab, d_codes, d_vocab, grades, table.source, table.line_of)
+        return cls._from_codes(q_codes, q_vocab, d_codes, d_space, grades, table.source, table.line_of)
 
     @classmethod
     def from_dict(cls, judgments: Mapping[str, Mapping[str, int]], source: str = "<dict>") -> "Qrels":
@@ -98,8 +102,8 @@ class Qrels:
         if len(g) == 0:
             raise InputFormatError(source, None, "empty qrels: no judgments")
         q_codes, q_vocab = string_codes(q)
-        d_codes, d_vocab = string_codes(d)
-        return cls._from_codes(q_codes, q_vocab, d_codes, d_vocab, g.astype(np.int64), source, None)
+        d_codes, d_space = doc_keys(d)
+        return cls._from_codes(q_codes, q_vocab, d_codes, d_space, g.astype(np.int64), source, None)
 
     @classmethod
     def from_pandas(
@@ -123,7 +127,7 @@ class Qrels:
         return cls.from_arrays(cols["query_col"], cols["doc_col"], grades, source=source)
 
     @classmethod
-    def _from_codes(cls, q_codes, q_vocab, d_codes, d_vocab, grades, source, line_of) -> "Qrels":
+    def _from_codes(cls, q_codes, q_vocab, d_codes, d_space, grades, source, line_of) -> "Qrels":
         # Rankings hold grades as int32 with -2**31 reserved for "not judged";
         # checked once here so a wider grade is an error, never a wrap-around.
         out_of_range = np.flatnonzero((grades <= -(2**31)) | (grades >= 2**31))
@@ -133,14 +137,14 @@ class Qrels:
                 source, line_of(row) if line_of else None,
                 f"grade {int(grades[row])} out of range (|grade| must be below 2**31)" + ("" if line_of else f" (row {row})"),
             )
-        n_docs = max(len(d_vocab), 1)
-        keys = q_codes.astype(np.int64) * n_docs + d_codes
-        order, sorted_keys = _stable_order(keys, max(len(q_vocab), 1) * n_docs)
-        dup = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+        q_codes = q_codes.astype(np.int64, copy=False)
+        order = _pair_order(q_codes, d_codes, max(len(q_vocab), 1), d_space)
+        q_sorted, d_sorted = q_codes[order], np.ascontiguousarray(d_codes[order], dtype=np.int64)
+        dup = np.flatnonzero((q_sorted[1:] == q_sorted[:-1]) & (d_sorted[1:] == d_sorted[:-1]))
         if len(dup):
             first, second = int(order[dup[0]]), int(order[dup[0] + 1])
             qid = q_vocab[int(q_codes[first])].as_py()
-            did = d_vocab[int(d_codes[first])].as_py()
+            did = d_space.ids_of(np.array([d_codes[first]]))[0].as_py()
             where = f" (lines {line_of(first)} and {line_of(second)})" if line_of else f" (rows {first} and {second})"
             raise InputFormatError(
                 source,
@@ -149,9 +153,9 @@ class Qrels:
             )
         return cls(
             query_ids=q_vocab,
-            doc_ids=d_vocab,
-            query_codes=np.ascontiguousarray(q_codes[order], dtype=np.int64),
-            doc_codes=np.ascontiguousarray(d_codes[order], dtype=np.int64),
+            doc_space=d_space,
+            query_codes=q_sorted,
+            doc_codes=d_sorted,
             grades=np.ascontiguousarray(grades[order], dtype=np.int64),
             source=source,
         )
@@ -167,17 +171,50 @@ class Qrels:
     def query_id_list(self) -> list[str]:
         return self.query_ids.to_pylist()
 
+    @property
+    def doc_ids(self) -> pa.Array:
+        """The distinct judged document ids, byte-wise sorted."""
+        return self.doc_space.distinct_ids(self.doc_codes)
+
     def to_dict(self) -> dict[str, dict[str, int]]:
         """The pytrec_eval / ranx shape ``{query_id: {doc_id: grade}}``."""
         qids = self.query_ids.to_pylist()
-        dids = self.doc_ids.to_pylist()
+        dids = self.doc_space.ids_of(self.doc_codes).to_pylist()
         out: dict[str, dict[str, int]] = {}
-        for q, d, g in zip(self.query_codes.tolist(), self.doc_codes.tolist(), self.grades.tolist()):
-            out.setdefault(qids[q], {})[dids[d]] = g
+        for q, d, g in zip(self.query_codes.tolist(), dids, self.grades.tolist()):
+            out.setdefault(qids[q], {})[d] = g
         return out
 
     def __repr__(self) -> str:
         return f"Qrels({self.source!r}, queries={self.num_queries}, judgments={len(self)})"
+
+
+def _pair_order(q: np.ndarray, keys: np.ndarray, n_queries: int, space: DocSpace) -> np.ndarray:
+    """Stable order of rows by (query code, doc key).
+
+    Vocabulary codes are small enough to pack with the query into one int64.
+    Packed keys use 63 bits, so rows are ordered by query first (one direct
+    sort), then within each query by key: usually a no-op (qrels list a
+    topic's documents in order), else one row-wise sort of a padded
+    (queries, judgments) table, or a lexsort when one topic is very large.
+    """
+    if isinstance(space, Vocabulary):
+        n_docs = space.bound
+        return _stable_order(q * n_docs + keys, n_queries * n_docs)[0]
+    by_q, qs = _stable_order(q, n_queries)
+    ks = keys[by_q]
+    if not np.any((qs[1:] == qs[:-1]) & (ks[1:] < ks[:-1])):
+        return by_q
+    n = len(q)
+    counts = np.bincount(qs, minlength=n_queries)
+    width = int(counts.max())
+    if n_queries * width > 4 * n + (1 << 20):
+        return np.lexsort((keys, q))
+    starts = np.cumsum(counts) - counts
+    table = np.full((n_queries, width), np.iinfo(np.int64).max, dtype=np.int64)  # 0xFF.. is never a packed id
+    table[qs, np.arange(n, dtype=np.int64) - starts[qs]] = ks
+    perm = torch.sort(torch.from_numpy(table), dim=1, stable=True).indices.numpy()
+    return by_q[(starts[:, None] + perm)[perm < counts[:, None]]]
 
 
 def _stable_order(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from gpukit.data.doc_space import DocSpace, PackedIds, Vocabulary, pack_ids
+from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
 from gpukit.data.text_table import (
     Column,
     pandas_columns,
@@ -87,7 +87,7 @@ class Run:
         release_arrow_memory()
         q_codes, q_vocab = string_codes(table.columns.pop("query_id"))
         release_arrow_memory()
-        d_codes, d_space = _doc_keys(table.columns.pop("doc_id"))
+        d_codes, d_space = doc_keys(table.columns.pop("doc_id"))
         release_arrow_memory()
         run_name = name if name is not None else os.path.basename(source)
         flat = [scores]
@@ -119,7 +119,7 @@ class Run:
         if len(nan):
             raise InputFormatError(name, None, f"row {int(nan[0])}: score is NaN")
         q_codes, q_vocab = string_codes(q)
-        d_codes, d_space = _doc_keys(d)
+        d_codes, d_space = doc_keys(d)
         return cls._from_flat(q_codes, q_vocab, d_codes, d_space, s, name, dedup, name, None)
 
     @classmethod
@@ -412,16 +412,6 @@ def _sort_rows(codes: torch.Tensor, scores: torch.Tensor) -> tuple[torch.Tensor,
     """Sort each row by doc code descending (stable; padding -1 goes last)."""
     sorted_codes, perm = torch.sort(codes, dim=1, descending=True, stable=True)
     return sorted_codes, scores.gather(1, perm), perm
-
-
-def _doc_keys(column) -> tuple[np.ndarray, DocSpace]:
-    """Doc keys of a string column: packed ids when every id allows it, else
-    codes into a sorted vocabulary (see :mod:`gpukit.data.doc_space`)."""
-    packed = pack_ids(column)
-    if packed is not None:
-        return packed, PackedIds()
-    codes, vocab = string_codes(column)
-    return codes, Vocabulary(vocab)
 
 
 def _check_no_duplicates(
