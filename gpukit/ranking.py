@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from gpukit.data.doc_space import translate_keys
+from gpukit.data.doc_space import sorted_distinct, translate_keys
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run, ranking_permutation, row_slices, unranked_rows
 from gpukit.data.text_table import lookup_codes
@@ -178,7 +178,7 @@ class _GradeJoin:
             return
         # Pairs: judged docs renumbered densely (their keys may use all 63 bits),
         # so that (topic, doc) fits one sortable int64.
-        distinct = np.unique(kept_keys)
+        distinct = sorted_distinct(kept_keys)
         pair_keys = kept_q * len(distinct) + np.searchsorted(distinct, kept_keys)
         order = np.argsort(pair_keys, kind="stable")
         self.pairs = (

@@ -88,3 +88,37 @@ def test_duplicate_packed_judgment_names_both_lines(tmp_path):
     with pytest.raises(InputFormatError) as info:
         gpukit.Qrels.from_trec(path)
     assert "lines 1 and 4" in str(info.value) and "'b'" in str(info.value)
+
+
+@pytest.mark.parametrize("corpus", [["d3", "d1", "d10", "d2"], ["d3", "d1", "d10", "a-document-id-longer-than-8"]])
+def test_from_topk_in_either_space_equals_from_dict(corpus):
+    import torch
+
+    scores = torch.tensor([[3.0, 1.0, 1.0, -1.0], [2.0, 2.0, 0.0, 0.0]])
+    positions = torch.tensor([[0, 1, 2, -1], [3, 2, 1, 0]])
+    run = gpukit.Run.from_topk(scores, positions, ["q1", "q2"], corpus)
+    expected_space = PackedIds if all(len(d) <= 8 for d in corpus) else Vocabulary
+    assert isinstance(run.doc_space, expected_space)
+    as_dict = {q: {corpus[p]: s for p, s in zip(ps, ss) if p >= 0} for q, ps, ss in zip(["q1", "q2"], positions.tolist(), scores.tolist())}
+    assert run.to_dict() == as_dict
+    qrels = gpukit.Qrels.from_dict({"q1": {"d1": 1, "d10": 2}, "q2": {corpus[3]: 1, "d1": 0}})
+    names = ["AP", "nDCG@3", "RR", "P@2"]
+    a = gpukit.evaluate(qrels, run, names, convention="trec_eval")
+    b = gpukit.evaluate(qrels, gpukit.Run.from_dict(as_dict), names, convention="trec_eval")
+    for name in names:
+        assert a[name].per_query.tolist() == b[name].per_query.tolist(), name
+    with pytest.raises(InputFormatError, match="duplicates"):
+        gpukit.Run.from_topk(scores, positions, ["q1", "q2"], corpus[:3] + [corpus[0]])
+
+
+def test_translate_packed_keys_into_a_vocabulary():
+    import numpy as np
+
+    from gpukit.data.doc_space import translate_keys
+
+    ids = ["d5", "d1", "zz", "d5", "d10", "nope"]
+    keys = pack_ids(pa.array(ids))
+    vocab = Vocabulary(pa.array(["a-long-identifier", "d1", "d10", "d5", "zz"]))
+    got = translate_keys(keys, PackedIds(), vocab)
+    assert got.tolist() == [3, 1, 4, 3, 2, -1]
+    assert np.array_equal(translate_keys(got[got >= 0], vocab, PackedIds()), keys[got >= 0])

@@ -26,19 +26,20 @@ import numpy as np
 import pyarrow as pa
 
 from gpukit.data.text_table import (
-    string_codes,
     _ByteRows,
     _key_width,
     _offsets,
+    _parallel_map,
     _string_chunks,
     _strings_from_matrix,
-    _parallel_map,
     _values,
     lookup_codes,
+    string_codes,
 )
 
-#: Largest key plus one in the packed space: 0xFF never occurs in UTF-8 text,
-#: so no id packs to 2**63 - 1 and it can serve as a "past every key" pad.
+#: An int64 above every packed key: it would be the id 0x7F followed by seven
+#: 0xFF bytes, and 0xFF never occurs in UTF-8 text. Serves as a "past every
+#: key" pad that matches no document.
 _PACKED_BOUND = 2**63 - 1
 
 
@@ -96,7 +97,7 @@ class PackedIds:
     def distinct_ids(self, keys: np.ndarray) -> pa.Array:
         """The distinct ids among ``keys`` (padding ignored), byte-wise sorted."""
         keys = np.asarray(keys, dtype=np.int64).reshape(-1)
-        return self.ids_of(np.unique(keys[keys >= 0]))
+        return self.ids_of(sorted_distinct(keys[keys >= 0]))
 
 
 DocSpace = Vocabulary | PackedIds
@@ -157,5 +158,22 @@ def translate_keys(keys: np.ndarray, source: DocSpace, target: DocSpace) -> np.n
         return keys
     if isinstance(source, Vocabulary):
         return target.keys_of(source.ids)[keys]
-    distinct = np.unique(keys)  # packed source, vocabulary target: look up each distinct id once
-    return target.keys_of(source.ids_of(distinct))[np.searchsorted(distinct, keys)]
+    # Packed source, vocabulary target: look up each distinct id once.
+    order = np.argsort(keys)
+    in_order = keys[order]
+    new = np.ones(len(keys), dtype=bool)
+    new[1:] = in_order[1:] != in_order[:-1]
+    inverse = np.empty(len(keys), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return target.keys_of(source.ids_of(in_order[new]))[inverse]
+
+
+def sorted_distinct(keys: np.ndarray) -> np.ndarray:
+    """The distinct values of an integer array, ascending, by one sort
+    (NumPy's ``unique`` hashes integers, much slower on millions of keys)."""
+    out = np.sort(keys)
+    if len(out) < 2:
+        return out
+    keep = np.ones(len(out), dtype=bool)
+    keep[1:] = out[1:] != out[:-1]
+    return out[keep]

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
+from gpukit.data.doc_space import DocSpace, PackedIds, Vocabulary, doc_keys, pack_ids, sorted_distinct
 from gpukit.data.text_table import (
     Column,
     pandas_columns,
@@ -162,8 +162,8 @@ class Run:
         ``scores`` and ``doc_indices`` are (Q, K) tensors on one device as
         returned by a search; ``doc_indices`` index ``doc_ids`` (the corpus in
         index order) and may hold -1 for "no result" (FAISS). Corpus positions
-        are mapped to sorted-vocabulary codes by one on-device gather, and each
-        row is re-sorted by code; no per-query Python structure is built.
+        are mapped to doc keys by one on-device gather, and rows not already
+        in ranking order are sorted; no per-query Python structure is built.
         """
         scores = torch.as_tensor(scores)
         doc_indices = torch.as_tensor(doc_indices)
@@ -176,25 +176,19 @@ class Run:
         if not scores.is_floating_point():
             raise InputFormatError(name, None, f"scores must be floating point, got {scores.dtype}")
         corpus = doc_ids if isinstance(doc_ids, pa.Array) else pa.array(list(doc_ids), pa.string())
-        order = pc.sort_indices(corpus).to_numpy()
-        vocab = corpus.take(pa.array(order))
-        if len(vocab) > 1 and pc.any(pc.equal(vocab[1:], vocab[:-1])).as_py():
-            raise InputFormatError(name, None, "doc_ids contains duplicates")
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order), dtype=np.int64)
+        space, key_of_position = _corpus_keys(corpus, name)
         device = scores.device
-        rank_t = torch.from_numpy(rank).to(device)
+        key_t = torch.from_numpy(key_of_position).to(device)
         idx = doc_indices.to(torch.int64)
-        if idx.numel() and int(idx.max()) >= len(order):
-            raise InputFormatError(name, None, f"doc index {int(idx.max())} out of range for {len(order)} doc ids")
+        if idx.numel() and int(idx.max()) >= len(key_of_position):
+            raise InputFormatError(name, None, f"doc index {int(idx.max())} out of range for {len(key_of_position)} doc ids")
         valid = idx >= 0
-        codes = torch.where(valid, rank_t[idx.clamp(min=0)], torch.full_like(idx, -1))
+        codes = torch.where(valid, key_t[idx.clamp(min=0)], torch.full_like(idx, -1))
         if torch.isnan(scores).any():
             raise InputFormatError(name, None, "scores contain NaN")
         qids = pa.array([str(q) for q in query_ids], pa.string())
         if len(qids) > 1 and pc.count_distinct(qids).as_py() != len(qids):
             raise InputFormatError(name, None, "query_ids contains duplicates")
-        space = Vocabulary(vocab)
         _check_no_duplicates(codes, qids, space, name, None, None)
         ranked_scores = scores.clone()  # the caller's tensor is left as it is
         rank_rows_inplace(codes, ranked_scores)
@@ -412,6 +406,22 @@ def _sort_rows(codes: torch.Tensor, scores: torch.Tensor) -> tuple[torch.Tensor,
     """Sort each row by doc code descending (stable; padding -1 goes last)."""
     sorted_codes, perm = torch.sort(codes, dim=1, descending=True, stable=True)
     return sorted_codes, scores.gather(1, perm), perm
+
+
+def _corpus_keys(corpus: pa.Array, name: str) -> tuple[DocSpace, np.ndarray]:
+    """Doc space and the key of each corpus position (duplicate ids are an error)."""
+    packed = pack_ids(corpus)
+    if packed is not None:
+        if len(sorted_distinct(packed)) != len(packed):
+            raise InputFormatError(name, None, "doc_ids contains duplicates")
+        return PackedIds(), packed
+    order = pc.sort_indices(corpus).to_numpy()
+    vocab = corpus.take(pa.array(order))
+    if len(vocab) > 1 and pc.any(pc.equal(vocab[1:], vocab[:-1])).as_py():
+        raise InputFormatError(name, None, "doc_ids contains duplicates")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return Vocabulary(vocab), rank
 
 
 def _check_no_duplicates(
