@@ -62,6 +62,8 @@ def _sync():
 
 
 def _rate(benchmark, what: str, count: int) -> None:
+    if benchmark.stats is None:  # --benchmark-disable: run once, nothing timed
+        return
     benchmark.extra_info[what] = count / benchmark.stats.stats.median
     benchmark.extra_info["queries"] = QUERIES
     benchmark.extra_info["depth"] = DEPTH

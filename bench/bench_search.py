@@ -28,6 +28,8 @@ def data() -> tuple[np.ndarray, np.ndarray]:
 
 
 def record_rate(benchmark) -> None:
+    if benchmark.stats is None:  # --benchmark-disable: run once, nothing timed
+        return
     benchmark.extra_info["queries_per_s"] = QUERIES / benchmark.stats.stats.median
 
 

@@ -13,7 +13,7 @@ state do not leak between tools; import time is reported apart):
                 cold = first call in the fresh process (numba JIT, or its on-disk cache),
                 warm = later calls
 * ir_measures   ``read_trec_qrels`` / ``read_trec_run`` + ``calc_aggregate``
-* trec_eval     the binary, when ``trec_eval`` is on PATH
+* trec_eval     the binary given by ``--trec-eval``, or ``trec_eval`` on PATH
 
 gpukit (trec_eval convention) must agree with pytrec_eval to 1e-6 on every
 measure; the other tools' differences are reported. Medians over
@@ -58,6 +58,7 @@ RANX = {"ndcg@10": "nDCG@10", "precision@10": "P@10", "recall@100": "R@100", "mr
 CACM = (os.path.join(REPO, "tests/data/cacm/qrels.cacm.txt"), os.path.join(REPO, "tests/data/cacm/run.cacm-bm25.anserini.txt"))
 DL19_QRELS = "/work/shared/data/trec_dl_qrels/qrels.dl19-passage.txt"
 TOLERANCE = 1e-6
+TREC_EVAL_TOLERANCE = 5e-5 + 1e-9
 
 
 # ----------------------------------------------------------------- workers
@@ -188,8 +189,7 @@ def run_cli(qrels_path, run_path, repeats):
     return {"times": times, "command": " ".join(["gpukit"] + cmd[3:])}
 
 
-def run_trec_eval(qrels_path, run_path, repeats):
-    binary = shutil.which("trec_eval")
+def run_trec_eval(binary, qrels_path, run_path, repeats):
     if binary is None:
         return None
     cmd = [binary, "-m", "ndcg_cut.10", "-m", "P.10", "-m", "recall.100", "-m", "recip_rank", "-m", "map", "-m", "Rprec", qrels_path, run_path]
@@ -304,7 +304,7 @@ def kernel_throughput(n_queries, depth, device_name, repeats):
 
 
 # ------------------------------------------------------------------- driver
-def versions():
+def versions(trec_eval=None):
     out = {"python": platform.python_version(), "machine": f"{os.cpu_count()} CPUs, {platform.machine()}"}
     for dist in ("torch", "numpy", "pyarrow", "pandas", "pytrec-eval-terrier", "ranx", "ir-measures", "numba"):
         try:
@@ -316,7 +316,11 @@ def versions():
             out["memory_gib"] = round(int(fh.readline().split()[1]) / 2**20, 1)
     except OSError:
         pass
-    out["trec_eval"] = shutil.which("trec_eval")
+    if trec_eval:
+        head = subprocess.run([trec_eval, "-v"], capture_output=True, text=True)
+        out["trec_eval"] = f"{trec_eval}: {(head.stdout + head.stderr).strip().splitlines()[0]}"
+    else:
+        out["trec_eval"] = None
     return out
 
 
@@ -336,16 +340,20 @@ def datasets(sizes, workdir, fixtures):
     return out
 
 
-def compare(name, qrels, run, tools, repeats):
+def compare(name, qrels, run, tools, repeats, trec_eval=None):
     print(f"\n== {name}", flush=True)
     res = {"qrels": qrels, "run": run}
     res["gpukit"] = run_worker("gpukit", qrels, run, repeats)
     res["gpukit_cli"] = run_cli(qrels, run, repeats)
     for tool in tools:
         res[tool] = run_worker(tool, qrels, run, repeats)
-    te = run_trec_eval(qrels, run, repeats)
+    te = run_trec_eval(trec_eval, qrels, run, repeats)
     if te is not None:
         res["trec_eval"] = te
+    if "error" in res["gpukit"]:
+        # No baseline, no ratios: say why instead of failing on a missing key.
+        print(f"  gpukit         error: {res['gpukit']['error']}")
+        return res
     base = statistics.median(res["gpukit"]["times"])
     ref = res["gpukit"]["means"]
     rows = []
@@ -372,6 +380,11 @@ def compare(name, qrels, run, tools, repeats):
         bad = {m: d for m, d in res["pytrec_eval"]["delta_vs_gpukit"].items() if abs(d) > TOLERANCE}
         res["agrees_with_pytrec_eval"] = not bad
         print("  gpukit vs pytrec_eval: " + ("agree to 1e-6 on " + ", ".join(res["pytrec_eval"]["delta_vs_gpukit"]) if not bad else f"DISAGREE {bad}"))
+    if "trec_eval" in res and "error" not in res["trec_eval"]:
+        # trec_eval prints four decimals: agreement means within half a unit of the last one.
+        bad = {m: d for m, d in res["trec_eval"]["delta_vs_gpukit"].items() if abs(d) > TREC_EVAL_TOLERANCE}
+        res["agrees_with_trec_eval"] = not bad
+        print("  gpukit vs trec_eval binary: " + ("agree to its 4 printed decimals on " + ", ".join(res["trec_eval"]["delta_vs_gpukit"]) if not bad else f"DISAGREE {bad}"))
     print(f"  gpukit stages (median s): {json.dumps({k: round(v, 3) for k, v in res['gpukit']['stages'].items()})}")
     return res
 
@@ -390,17 +403,19 @@ def main() -> int:
     ap.add_argument("--parser-size", default=None, help="QxK synthetic run for the parser comparison (default: the largest size)")
     ap.add_argument("--dir", default=None, help="where to write synthetic files (default: a temporary directory, removed)")
     ap.add_argument("--json", default=None, help="write all results to this file")
+    ap.add_argument("--trec-eval", default=shutil.which("trec_eval"), help="trec_eval binary (default: trec_eval on PATH, if any)")
     args = ap.parse_args()
 
     workdir = args.dir or tempfile.mkdtemp(prefix="gpukit-compare-")
     sizes = [s for s in args.sizes.split(",") if s]
     tools = [t for t in args.tools.split(",") if t]
-    out = {"date": time.strftime("%Y-%m-%d"), "versions": versions(), "command": " ".join(["python", "bench/compare_eval.py"] + sys.argv[1:]),
+    trec_eval = os.path.abspath(args.trec_eval) if args.trec_eval else None
+    out = {"date": time.strftime("%Y-%m-%d"), "versions": versions(trec_eval), "command": " ".join(["python", "bench/compare_eval.py"] + sys.argv[1:]),
            "measures": MEASURES, "repeats": args.repeats, "datasets": {}}
     print(json.dumps(out["versions"]))
     try:
         for name, qrels, run in datasets(sizes, workdir, not args.no_fixtures):
-            out["datasets"][name] = compare(name, qrels, run, tools, args.repeats)
+            out["datasets"][name] = compare(name, qrels, run, tools, args.repeats, trec_eval)
         if sizes:
             from gen_synthetic import write_synthetic
 
