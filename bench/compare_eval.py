@@ -41,6 +41,7 @@ import importlib.metadata as md
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -374,7 +375,8 @@ def compare(name, qrels, run, tools, repeats, trec_eval=None):
         r["delta_vs_gpukit"] = deltas
         extra = f"  cold {r['cold_s']:.2f}s ({r['cold_s'] / base:.1f}x)" if tool == "ranx" else ""
         worst = max((abs(d) for d in deltas.values()), default=0.0)
-        rows.append(f"  {tool:14s} {med:9.3f} s  {med / base:7.1f}x{extra}  max|delta| {worst:.2e}")
+        rss = f"  peak RSS {r['peak_rss_gib']:.2f} GiB" if "peak_rss_gib" in r else ""
+        rows.append(f"  {tool:14s} {med:9.3f} s  {med / base:7.1f}x{extra}  max|delta| {worst:.2e}{rss}")
     print("\n".join(rows))
     if "pytrec_eval" in res and "error" not in res["pytrec_eval"]:
         bad = {m: d for m, d in res["pytrec_eval"]["delta_vs_gpukit"].items() if abs(d) > TOLERANCE}
@@ -392,7 +394,10 @@ def compare(name, qrels, run, tools, repeats, trec_eval=None):
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         tool, qrels, run, repeats = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-        print(json.dumps(WORKERS[tool](qrels, run, repeats)))
+        result = WORKERS[tool](qrels, run, repeats)
+        # Linux reports ru_maxrss in KiB: the worker's peak resident memory, imports included.
+        result["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        print(json.dumps(result))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--sizes", default="10000x100", help="synthetic QxK sizes, comma separated (default 10000x100)")
@@ -400,7 +405,7 @@ def main() -> int:
     ap.add_argument("--tools", default="pytrec_eval,ranx,ir_measures", help="anchors to run (default: all)")
     ap.add_argument("--no-fixtures", action="store_true", help="skip CACM and TREC DL19")
     ap.add_argument("--kernel-queries", type=int, default=100_000, help="queries for the kernel-only throughput (0: skip)")
-    ap.add_argument("--parser-size", default=None, help="QxK synthetic run for the parser comparison (default: the largest size)")
+    ap.add_argument("--parser-size", default=None, help="QxK synthetic run for the parser comparison (default: the largest size; none: skip it)")
     ap.add_argument("--dir", default=None, help="where to write synthetic files (default: a temporary directory, removed)")
     ap.add_argument("--json", default=None, help="write all results to this file")
     ap.add_argument("--trec-eval", default=shutil.which("trec_eval"), help="trec_eval binary (default: trec_eval on PATH, if any)")
@@ -416,7 +421,7 @@ def main() -> int:
     try:
         for name, qrels, run in datasets(sizes, workdir, not args.no_fixtures):
             out["datasets"][name] = compare(name, qrels, run, tools, args.repeats, trec_eval)
-        if sizes:
+        if sizes and (args.parser_size or "").lower() != "none":
             from gen_synthetic import write_synthetic
 
             spec = args.parser_size or max(sizes, key=lambda s: int(s.lower().split("x")[0]) * int(s.lower().split("x")[1]))
