@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyarrow as pa
 import torch
 
 from gpukit.data.doc_space import sorted_distinct, translate_keys
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run, ranking_permutation, row_slices, unranked_rows
-from gpukit.data.text_table import lookup_codes
+from gpukit.data.text_table import arrow_indices, lookup_codes
 from gpukit.errors import InputFormatError
 from gpukit.metrics.binary import row_counts
 
@@ -147,7 +146,7 @@ def form_ranking(
         num_ret.clamp_(max=max_depth)
 
     ideal = _ideal_grades(qrels, topics, device)
-    query_ids = qrels.query_ids.take(pa.array(topics)).to_pylist()
+    query_ids = qrels.query_ids.take(arrow_indices(topics)).to_pylist()
     return RankedJudgments(query_ids, grades, num_ret, ideal, in_run, run_queries_not_in_qrels)
 
 

@@ -33,6 +33,7 @@ from gpukit.data.text_table import (
     _string_chunks,
     _strings_from_matrix,
     _values,
+    arrow_indices,
     lookup_codes,
     string_codes,
 )
@@ -60,7 +61,7 @@ class Vocabulary:
 
     def ids_of(self, keys: np.ndarray) -> pa.Array:
         """The ids of (non-negative) ``keys``."""
-        return self.ids.take(pa.array(np.asarray(keys, dtype=np.int64)))
+        return self.ids.take(arrow_indices(keys))
 
     def distinct_ids(self, keys: np.ndarray) -> pa.Array:
         """The vocabulary (every id the keys were coded against)."""

@@ -19,6 +19,7 @@ import torch
 from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
 from gpukit.data.text_table import (
     Column,
+    numpy_values,
     ParsedTable,
     pandas_columns,
     read_table,
@@ -68,7 +69,7 @@ class Qrels:
         q_codes, q_vocab = string_codes(table.columns.pop("query_id"))
         release_arrow_memory()
         d_codes, d_space = doc_keys(table.columns.pop("doc_id"))
-        grades = table.columns.pop("grade").to_numpy()
+        grades = numpy_values(table.columns.pop("grade"))
         release_arrow_memory()
         return cls._from_codes(q_codes, q_vocab, d_codes, d_space, grades, table.source, table.line_of)
 

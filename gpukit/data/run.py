@@ -24,6 +24,8 @@ import torch
 from gpukit.data.doc_space import DocSpace, PackedIds, Vocabulary, doc_keys, pack_ids, sorted_distinct
 from gpukit.data.text_table import (
     Column,
+    arrow_indices,
+    numpy_values,
     pandas_columns,
     read_table,
     release_arrow_memory,
@@ -295,7 +297,7 @@ def _pop_to_numpy(columns: dict, name: str, dtype) -> np.ndarray:
     at = 0
     while chunks:
         chunk = chunks.pop(0)
-        out[at : at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+        out[at : at + len(chunk)] = numpy_values(chunk)
         at += len(chunk)
         del chunk
     return out
@@ -415,8 +417,8 @@ def _corpus_keys(corpus: pa.Array, name: str) -> tuple[DocSpace, np.ndarray]:
         if len(sorted_distinct(packed)) != len(packed):
             raise InputFormatError(name, None, "doc_ids contains duplicates")
         return PackedIds(), packed
-    order = pc.sort_indices(corpus).to_numpy()
-    vocab = corpus.take(pa.array(order))
+    order = numpy_values(pc.sort_indices(corpus))
+    vocab = corpus.take(arrow_indices(order))
     if len(vocab) > 1 and pc.any(pc.equal(vocab[1:], vocab[:-1])).as_py():
         raise InputFormatError(name, None, "doc_ids contains duplicates")
     rank = np.empty(len(order), dtype=np.int64)
