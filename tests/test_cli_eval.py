@@ -38,6 +38,23 @@ def test_json_has_one_object_per_run_with_conventions(capsys):
         assert "per_query" not in obj
 
 
+def test_many_runs_parse_the_qrels_once(capsys, monkeypatch):
+    """`gpukit eval QRELS RUN1 RUN2 RUN3` reads QRELS once and reuses it for every run."""
+    calls = []
+    original = gpukit.Qrels.from_trec.__func__
+
+    def counting(cls, path, *args, **kwargs):
+        calls.append(str(path))
+        return original(cls, path, *args, **kwargs)
+
+    monkeypatch.setattr(gpukit.Qrels, "from_trec", classmethod(counting))
+    assert main(["eval", str(QRELS), str(RUN), str(TRUNC), str(RUN), "-m", "AP", "--format", "json"]) == 0
+    assert calls == [str(QRELS)]
+    objects = _json_lines(capsys.readouterr().out)
+    assert len(objects) == 3
+    assert objects[0]["measures"]["AP"]["mean"] == objects[2]["measures"]["AP"]["mean"]
+
+
 def test_json_per_query_matches_evaluate(capsys):
     assert main(["eval", str(QRELS), str(RUN), "-m", "P@5", "--per-query", "--format", "json", "--convention", "trec_eval"]) == 0
     obj = _json_lines(capsys.readouterr().out)[0]
