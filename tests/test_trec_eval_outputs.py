@@ -7,40 +7,15 @@ implements, per query and for "all", at trec_eval's printed precision.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 import gpukit
 from gpukit.report import trec_name
+from trec_eval_names import to_gpukit
 
 DATA = Path(__file__).parent / "data" / "trec_eval"
-
-# trec_eval output name -> gpukit measure name
-_SIMPLE = {
-    "map": "AP",
-    "Rprec": "Rprec",
-    "bpref": "Bpref",
-    "recip_rank": "RR",
-    "ndcg": "nDCG",
-    "num_ret": "NumRet",
-    "num_rel": "NumRel",
-    "num_rel_ret": "NumRelRet",
-}
-_CUT = {"P": "P@{}", "recall": "R@{}", "ndcg_cut": "nDCG@{}", "map_cut": "AP@{}", "success": "Success@{}"}
-
-
-def _to_gpukit(name: str) -> str | None:
-    if name in _SIMPLE:
-        return _SIMPLE[name]
-    m = re.fullmatch(r"(P|recall|ndcg_cut|map_cut|success)_(\d+)", name)
-    if m:
-        return _CUT[m.group(1)].format(m.group(2))
-    m = re.fullmatch(r"ndcg_((?:\d+=[\d.]+,?)+)", name)
-    if m:  # custom gains, e.g. ndcg_1=3,2=9,4=4.5
-        return "ndcg." + m.group(1)
-    return None
 
 
 def _expected(path: Path) -> dict[tuple[str, str], str]:
@@ -68,9 +43,9 @@ CASES = [
 @pytest.mark.parametrize("expected_file,qrels_file,run_file,options", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_matches_trec_eval_expected_output(expected_file, qrels_file, run_file, options):
     expected = _expected(DATA / expected_file)
-    names = sorted({name for name, _ in expected if _to_gpukit(name)})
+    names = sorted({name for name, _ in expected if to_gpukit(name)})
     assert names, "no comparable measures found"
-    gpukit_names = [_to_gpukit(n) for n in names]
+    gpukit_names = [to_gpukit(n) for n in names]
     qrels = gpukit.Qrels.from_trec(DATA / qrels_file)
     run = gpukit.Run.from_trec(DATA / run_file)
     report = gpukit.evaluate(qrels, run, gpukit_names, convention="trec_eval", device="cpu", **options)
@@ -99,7 +74,7 @@ def test_trec_format_output_reproduces_trec_eval_lines():
     report = gpukit.evaluate(
         gpukit.Qrels.from_trec(DATA / "qrels.test"),
         gpukit.Run.from_trec(DATA / "results.test"),
-        [_to_gpukit(n) for n in names],
+        [to_gpukit(n) for n in names],
         convention="trec_eval",
     )
     lines = {}

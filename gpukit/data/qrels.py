@@ -19,8 +19,8 @@ import torch
 from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
 from gpukit.data.text_table import (
     Column,
-    numpy_values,
     ParsedTable,
+    numpy_values,
     pandas_columns,
     read_table,
     release_arrow_memory,

@@ -489,10 +489,10 @@ def numpy_values(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
     A null-free fixed-width array is read straight from its data buffer (a
     read-only view); a chunked array always gives a new, writable array, as
-    ``ChunkedArray.to_numpy`` does. Anything else
-    goes through ``to_numpy``. Why not always ``to_numpy``: in pyarrow it
-    imports pandas on first use, a fixed ~0.2-0.3 s that a small evaluation
-    from the command line would otherwise pay.
+    ``ChunkedArray.to_numpy`` does. Anything else goes through ``to_numpy``.
+    Why not always ``to_numpy``: in pyarrow it imports pandas on first use, a
+    fixed ~0.2-0.3 s that a small evaluation from the command line would
+    otherwise pay.
     """
     if isinstance(array, pa.ChunkedArray):
         chunks = [numpy_values(c) for c in array.chunks]

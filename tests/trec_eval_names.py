@@ -1,0 +1,34 @@
+"""trec_eval's printed measure names (``P_10``, ``ndcg_cut_10``) as gpukit names.
+
+Shared by the tests that compare with trec_eval's expected outputs and with
+a trec_eval binary; written from trec_eval's output format, not from gpukit's
+alias table.
+"""
+from __future__ import annotations
+
+import re
+
+# trec_eval output name -> gpukit measure name
+_SIMPLE = {
+    "map": "AP",
+    "Rprec": "Rprec",
+    "bpref": "Bpref",
+    "recip_rank": "RR",
+    "ndcg": "nDCG",
+    "num_ret": "NumRet",
+    "num_rel": "NumRel",
+    "num_rel_ret": "NumRelRet",
+}
+_CUT = {"P": "P@{}", "recall": "R@{}", "ndcg_cut": "nDCG@{}", "map_cut": "AP@{}", "success": "Success@{}"}
+
+
+def to_gpukit(name: str) -> str | None:
+    if name in _SIMPLE:
+        return _SIMPLE[name]
+    m = re.fullmatch(r"(P|recall|ndcg_cut|map_cut|success)_(\d+)", name)
+    if m:
+        return _CUT[m.group(1)].format(m.group(2))
+    m = re.fullmatch(r"ndcg_((?:\d+=[\d.]+,?)+)", name)
+    if m:  # custom gains, e.g. ndcg_1=3,2=9,4=4.5
+        return "ndcg." + m.group(1)
+    return None
