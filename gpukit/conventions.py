@@ -30,8 +30,8 @@ class Convention:
 
     def zero_rule(self) -> str:
         if self.omit_undefined:
-            return "queries with R = 0 (recall, AP, Rprec, bpref) or IDCG = 0 (nDCG) are omitted from the mean and counted"
-        return "queries with R = 0 or IDCG = 0 score 0 and stay in the mean (trec_eval)"
+            return "queries where the measure is undefined (R = 0 for recall, AP, Rprec, bpref; IDCG = 0 for nDCG; each family's rule in `gpukit measures`) are omitted from the mean and counted"
+        return "queries where the measure is undefined (R = 0, IDCG = 0, ...) score 0 and stay in the mean (trec_eval)"
 
     def topic_rule(self) -> str:
         if self.complete:

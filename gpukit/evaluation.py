@@ -7,130 +7,31 @@ of a group come from one cumulative sum; every kernel works on the whole
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import torch
 
-from gpukit import metrics
 from gpukit.conventions import Convention, get_convention
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.measures import Measure, MeasureLike, parse_measures
-from gpukit.metrics.cutoffs import truncate
 from gpukit.ranking import RankedJudgments, form_ranking
 from gpukit.report import MeasureResult, Report, describe_conventions
 
-# A kernel adapter: (ranking, representative measure, cutoffs) ->
-# (values (T, C), defined (T, C) bool: the denominator is non-zero).
-Adapter = Callable[[RankedJudgments, Measure, list], tuple[torch.Tensor, torch.Tensor]]
-
-
-def _always(values: torch.Tensor) -> torch.Tensor:
-    return torch.ones_like(values, dtype=torch.bool)
-
-
-def _needs_relevant(r: RankedJudgments, m: Measure, values: torch.Tensor) -> torch.Tensor:
-    return (r.num_relevant(m.rel) > 0)[:, None].expand_as(values)
-
-
-def _precision(r, m, cuts):
-    v = metrics.precision(r.relevant(m.rel), cuts)
-    return v, _always(v)
-
-
-def _recall(r, m, cuts):
-    v = metrics.recall(r.relevant(m.rel), r.num_relevant(m.rel), cuts)
-    return v, _needs_relevant(r, m, v)
-
-
-def _success(r, m, cuts):
-    v = metrics.success(r.relevant(m.rel), cuts)
-    return v, _always(v)
-
-
-def _rr(r, m, cuts):
-    v = metrics.reciprocal_rank(r.relevant(m.rel), cuts)
-    return v, _always(v)
-
-
-def _ap(r, m, cuts):
-    v = metrics.average_precision(r.relevant(m.rel), r.num_relevant(m.rel), cuts)
-    return v, _needs_relevant(r, m, v)
-
-
-def _rprec(r, m, cuts):
-    v = metrics.r_precision(r.relevant(m.rel), r.num_relevant(m.rel))
-    return v, _needs_relevant(r, m, v)
-
-
-def _bpref(r, m, cuts):
-    num_rel = r.num_relevant(m.rel)
-    judged_nonrel = r.judged() & ~r.relevant(m.rel)
-    v = metrics.bpref(r.relevant(m.rel), judged_nonrel, num_rel, r.num_judged() - num_rel)
-    return v, _needs_relevant(r, m, v)
-
-
-def _ndcg(r, m, cuts):
-    ideal = metrics.ideal_gains(r.ideal, m.gain)
-    v, idcg = metrics.ndcg(metrics.gains(truncate(r.grades, cuts), m.gain), ideal, cuts)
-    return v, idcg > 0
-
-
-def _dcg(r, m, cuts):
-    v = metrics.dcg(metrics.gains(truncate(r.grades, cuts), m.gain), cuts)
-    return v, _always(v)
-
-
-def _judged(r, m, cuts):
-    v = metrics.judged_at_k(r.judged(), cuts)
-    return v, _always(v)
-
-
-def _num_ret(r, m, cuts):
-    v = r.num_ret.to(torch.float64)[:, None]
-    return v, _always(v)
-
-
-def _num_rel(r, m, cuts):
-    v = r.num_relevant(m.rel).to(torch.float64)[:, None]
-    return v, _always(v)
-
-
-def _num_rel_ret(r, m, cuts):
-    v = r.relevant(m.rel).sum(1).to(torch.float64)[:, None]
-    return v, _always(v)
-
-
-_ADAPTERS: dict[str, Adapter] = {
-    "P": _precision,
-    "R": _recall,
-    "Success": _success,
-    "RR": _rr,
-    "AP": _ap,
-    "Rprec": _rprec,
-    "Bpref": _bpref,
-    "nDCG": _ndcg,
-    "DCG": _dcg,
-    "Judged": _judged,
-    "NumRet": _num_ret,
-    "NumRel": _num_rel,
-    "NumRelRet": _num_rel_ret,
-}
-
-#: Measures whose per-query value is a count; their aggregate is a sum in trec_eval.
-COUNT_FAMILIES = frozenset({"NumRet", "NumRel", "NumRelRet"})
-
-
 def compute_measures(ranking: RankedJudgments, measures: Sequence[Measure]) -> dict[Measure, tuple[torch.Tensor, torch.Tensor]]:
-    """Per-query values and "defined" masks, each (T,), for every measure."""
+    """Per-query values and "defined" masks, each (T,), for every measure.
+
+    Measures that differ only in their cutoff share one kernel call (one
+    cumulative sum answers every cutoff of a group).
+    """
     groups: dict[tuple, list[Measure]] = defaultdict(list)
     for m in measures:
-        groups[(m.family, m.rel, m.gain)].append(m)
+        groups[(m.family, m.rel, m.gain, m.params)].append(m)
     out: dict[Measure, tuple[torch.Tensor, torch.Tensor]] = {}
-    for (family, _, _), members in groups.items():
+    for members in groups.values():
         cutoffs = [m.cutoff for m in members]
-        values, defined = _ADAPTERS[family](ranking, members[0], cutoffs)
+        values, defined = members[0].spec.kernel(ranking, members[0], cutoffs)
         for column, m in enumerate(members):
             c = min(column, values.shape[1] - 1)  # cutoff-free families return one column
             out[m] = (values[:, c], defined[:, c])
@@ -190,7 +91,7 @@ def evaluate(
             per_query,
             mask,
             describe_conventions(m, conv, max_depth=max_depth, score_dtype=score_dtype),
-            aggregate="sum" if (m.family in COUNT_FAMILIES and conv.name == "trec_eval") else "mean",
+            aggregate=m.spec.aggregate_under(conv),
         )
     return Report(
         run_name=run.name,

@@ -1,156 +1,130 @@
 """Measures as small immutable values, and the parser for their names.
 
+Everything about a family (names, parameters, cutoff rule, trec_eval syntax)
+comes from its record in :mod:`gpukit.families`; this module only turns text
+into :class:`Measure` values and back.
+
 Canonical names follow ir_measures (``nDCG@10``, ``P(rel=2)@5``, ``R@100``,
-``RR@10``, ``AP``, ``Rprec``, ``Success@10``, ``Judged@10``, ``Bpref``,
-``nDCG(gain=exp)@10``). trec_eval names (``ndcg_cut.10``, ``P.10``, ``P_10``,
-``recip_rank``, ``map``, ``map_cut.100``, ``success.10``, ``recall.100``,
-``ndcg.1=3,2=9``) and ranx names (``ndcg@10``, ``ndcg_burges@10``,
-``precision@10``, ``mrr@10``, ``hit_rate@10``, ``map@100``, ``r-precision``)
-are accepted as aliases and normalised to the canonical form.
+``RR@10``, ``AP``, ``Rprec``, ``nDCG(gain=exp)@10``). trec_eval names
+(``ndcg_cut.10``, ``P.10``, ``P_10``, ``recip_rank``, ``map``,
+``map_cut.100``, ``ndcg.1=3,2=9``) and ranx names (``ndcg@10``,
+``ndcg_burges@10``, ``mrr@10``, ``map@100``, ``r-precision``) are aliases.
+
+A bare trec_eval group name means what it means in trec_eval: ``P``,
+``recall``, ``ndcg_cut``, ``map_cut``, ``success`` (and every family with
+default cutoffs) expand to trec_eval's default cutoffs
+(5, 10, 15, 20, 30, 100, 200, 500, 1000; success: 1, 5, 10).
 """
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, replace
-from typing import Iterable, Union
+from typing import Any, Iterable, Union
 
 from gpukit.errors import MeasureError
+from gpukit.families import registry
+from gpukit.families.spec import Family, TrecSyntax
+from gpukit.metrics.graded import Gain
 
-# family -> (needs cutoff, accepts cutoff, uses binary relevance level, uses gains)
-_FAMILIES: dict[str, tuple[bool, bool, bool, bool]] = {
-    "P": (True, True, True, False),
-    "R": (False, True, True, False),
-    "Rprec": (False, False, True, False),
-    "RR": (False, True, True, False),
-    "Success": (True, True, True, False),
-    "AP": (False, True, True, False),
-    "Bpref": (False, False, True, False),
-    "nDCG": (False, True, False, True),
-    "DCG": (False, True, False, True),
-    "Judged": (True, True, False, False),
-    "NumRet": (False, False, False, False),
-    "NumRel": (False, False, True, False),
-    "NumRelRet": (False, False, True, False),
-}
+__all__ = ["Gain", "Measure", "MeasureLike", "parse_measure", "parse_measure_names", "parse_measures"]
 
-# Lower-cased alias -> (family, default params). Separators for the cutoff are
-# "@" (ir_measures, ranx), "." (trec_eval -m) and "_" (trec_eval output).
-_ALIASES: dict[str, tuple[str, dict[str, object]]] = {
-    "p": ("P", {}),
-    "precision": ("P", {}),
-    "r": ("R", {}),
-    "recall": ("R", {}),
-    "rprec": ("Rprec", {}),
-    "r-precision": ("Rprec", {}),
-    "r_precision": ("Rprec", {}),
-    "rr": ("RR", {}),
-    "mrr": ("RR", {}),
-    "recip_rank": ("RR", {}),
-    "success": ("Success", {}),
-    "hit_rate": ("Success", {}),
-    "hitrate": ("Success", {}),
-    "ap": ("AP", {}),
-    "map": ("AP", {}),
-    "map_cut": ("AP", {}),
-    "bpref": ("Bpref", {}),
-    "ndcg": ("nDCG", {}),
-    "ndcg_cut": ("nDCG", {}),
-    "ndcg_burges": ("nDCG", {"gain": "exp"}),
-    "dcg": ("DCG", {}),
-    "dcg_cut": ("DCG", {}),
-    "dcg_burges": ("DCG", {"gain": "exp"}),
-    "judged": ("Judged", {}),
-    "num_ret": ("NumRet", {}),
-    "numret": ("NumRet", {}),
-    "num_rel": ("NumRel", {}),
-    "numrel": ("NumRel", {}),
-    "num_rel_ret": ("NumRelRet", {}),
-    "numrelret": ("NumRelRet", {}),
-}
+#: Longest measure name echoed back in an error message.
+_ECHO = 80
 
-Gain = Union[str, tuple[tuple[int, float], ...]]
+
+def _echo(text: str) -> str:
+    return repr(text if len(text) <= _ECHO else text[:_ECHO] + "...")
 
 
 @dataclass(frozen=True)
 class Measure:
-    """One evaluation measure with its parameters.
+    """One evaluation measure with its parameters: an immutable, hashable value.
 
     Attributes:
-        family: ``P``, ``R``, ``Rprec``, ``RR``, ``Success``, ``AP``, ``Bpref``,
-            ``nDCG``, ``DCG``, ``Judged``, ``NumRet``, ``NumRel``, ``NumRelRet``.
-        cutoff: rank cutoff k (``None`` = the whole ranking).
-        rel: minimum grade counted as relevant for binary measures
-            (``rel=2``: grades >= 2 are relevant). ``None`` for graded
-            measures, whose gains come from the grades themselves.
-        gain: ``"linear"`` (gain = grade), ``"exp"`` (gain = 2**grade - 1) or a
-            tuple of ``(grade, gain)`` pairs overriding the linear gain for those
-            grades (trec_eval's ``ndcg.1=3,2=9``). Only for nDCG/DCG.
+        family: the registry family (``P``, ``nDCG``, ``AP``, ... see
+            ``gpukit measures``).
+        cutoff: rank cutoff k (``None`` = the whole ranking); a float level
+            for families whose cutoff is one (``IPrec@0.1``).
+        rel: minimum grade counted as relevant, for families with a ``rel``
+            parameter (``rel=2``: grades >= 2 are relevant); else ``None``.
+        gain: ``"linear"``, ``"exp"`` or ``((grade, gain), ...)`` for families
+            with a ``gain`` parameter; else ``None``.
+        params: the family's other parameters as ``((name, value), ...)`` in
+            the family's order, defaults filled in (so equal measures are equal
+            values whether or not a default was spelled out).
     """
 
     family: str
-    cutoff: int | None = None
+    cutoff: Any = None
     rel: int | None = None
     gain: Gain | None = None
+    params: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.family not in _FAMILIES:
-            raise MeasureError(f"unknown measure family {self.family!r}; known: {', '.join(_FAMILIES)}")
-        needs_cut, takes_cut, binary, graded = _FAMILIES[self.family]
-        if self.cutoff is not None:
-            if not takes_cut:
-                raise MeasureError(f"{self.family} takes no cutoff")
-            if int(self.cutoff) != self.cutoff or self.cutoff < 1:
-                raise MeasureError(f"cutoff must be a positive integer, got {self.cutoff!r}")
-        elif needs_cut:
-            raise MeasureError(f"{self.family} needs a cutoff, e.g. {self.family}@10")
-        if binary:
-            rel = 1 if self.rel is None else self.rel
-            if int(rel) != rel or rel < 0:
-                raise MeasureError(f"rel must be a non-negative integer grade, got {self.rel!r}")
-            object.__setattr__(self, "rel", int(rel))
-        elif self.rel is not None:
-            raise MeasureError(
-                f"{self.family} takes no rel= parameter: "
-                + ("gains come from the grades (use gain=...)" if graded else "it counts judged documents")
-            )
-        if graded:
-            gain = "linear" if self.gain is None else self.gain
-            if isinstance(gain, dict):
-                gain = tuple(sorted((int(k), float(v)) for k, v in gain.items()))
-            if not (gain in ("linear", "exp") or isinstance(gain, tuple)):
-                raise MeasureError(f"gain must be 'linear', 'exp' or a {{grade: gain}} mapping, got {gain!r}")
-            object.__setattr__(self, "gain", gain)
-        elif self.gain is not None:
-            raise MeasureError(f"{self.family} takes no gain= parameter")
+        fam = registry.get_family(self.family)
+        object.__setattr__(self, "cutoff", _check_cutoff(fam, self.cutoff))
+        for name, field_value in (("rel", self.rel), ("gain", self.gain)):
+            spec = fam.param(name)
+            if spec is None:
+                if field_value is not None:
+                    raise MeasureError(f"{fam.name} takes no {name}= parameter{_why_not(fam, name)}")
+                continue
+            object.__setattr__(self, name, spec.check(spec.default if field_value is None else field_value))
+        given = dict(self.params)
+        known = [p for p in fam.params if p.name not in ("rel", "gain")]
+        unknown = set(given) - {p.name for p in known}
+        if unknown:
+            raise MeasureError(f"{fam.name} has no parameter {sorted(unknown)[0]!r}{_param_list(fam)}")
+        normal = tuple((p.name, p.check(given.get(p.name, p.default))) for p in known)
+        object.__setattr__(self, "params", normal)
 
     def __str__(self) -> str:
-        params = []
-        if self.rel is not None and self.rel != 1:
-            params.append(f"rel={self.rel}")
-        if self.gain == "exp":
-            params.append("gain=exp")
-        elif isinstance(self.gain, tuple):
-            inner = ",".join(f"{g}:{v:g}" for g, v in self.gain)
-            params.append(f"gains={{{inner}}}")
-        text = self.family + (f"({','.join(params)})" if params else "")
-        return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
+        fam = self.spec
+        shown = []
+        for p in fam.params:
+            value = self.param(p.name)
+            if value != p.check(p.default):
+                key = "gains" if p.name == "gain" and isinstance(value, tuple) else p.name
+                shown.append(f"{key}={p.show(value)}")
+        text = fam.name + (f"({','.join(shown)})" if shown else "")
+        if self.cutoff is None:
+            return text
+        return text + "@" + (f"{self.cutoff:g}" if isinstance(self.cutoff, float) else str(self.cutoff))
 
     @property
     def name(self) -> str:
         return str(self)
 
     @property
+    def spec(self) -> Family:
+        """The family's registry record."""
+        return registry.get_family(self.family)
+
+    def param(self, name: str) -> Any:
+        """The value of any parameter of the family (``rel``, ``gain``, ``p``, ...)."""
+        if name == "rel":
+            return self.rel
+        if name == "gain":
+            return self.gain
+        for key, value in self.params:
+            if key == name:
+                return value
+        raise MeasureError(f"{self.family} has no parameter {name!r}")
+
+    @property
     def is_graded(self) -> bool:
-        return _FAMILIES[self.family][3]
+        return self.spec.param("gain") is not None
 
     @property
     def is_binary(self) -> bool:
-        return _FAMILIES[self.family][2]
+        return self.spec.param("rel") is not None
 
     def with_rel(self, rel: int) -> "Measure":
-        """Same measure at another relevance level (no-op for graded measures)."""
+        """Same measure at another relevance level (no-op for families without ``rel``)."""
         return replace(self, rel=rel) if self.is_binary else self
+
+    def with_cutoff(self, cutoff: Any) -> "Measure":
+        return replace(self, cutoff=cutoff)
 
     def gain_of(self, grade: int) -> float:
         """Gain of a judged grade (graded measures). Unjudged documents gain 0."""
@@ -165,8 +139,63 @@ class Measure:
 
 MeasureLike = Union[str, Measure]
 
-_CANONICAL_RE = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_\-]*?)(?:\((?P<params>.*)\))?(?:@(?P<cut>\d+))?$")
-_TREC_RE = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_\-]*?)[._](?P<rest>[0-9].*)$")
+
+def _why_not(fam: Family, name: str) -> str:
+    if name == "rel" and fam.param("gain") is not None:
+        return ": gains come from the grades (use gain=...)"
+    if name == "rel":
+        return ": it does not depend on a relevance level"
+    return ""
+
+
+def _param_list(fam: Family) -> str:
+    names = [p.name for p in fam.params]
+    return f" (known: {', '.join(names)})" if names else " (it takes no parameters)"
+
+
+def _check_cutoff(fam: Family, cutoff: Any) -> Any:
+    if cutoff is None:
+        if fam.cutoff == "required":
+            example = "0.5" if fam.cutoff_type is float else "10"
+            raise MeasureError(f"{fam.name} needs a cutoff, e.g. {fam.name}@{example}")
+        return None
+    if fam.cutoff == "none":
+        raise MeasureError(f"{fam.name} takes no cutoff")
+    if isinstance(cutoff, bool):
+        raise MeasureError(f"cutoff must be a number, got {cutoff!r}")
+    if fam.cutoff_type is float:
+        try:
+            value = float(cutoff)
+        except (TypeError, ValueError):
+            raise MeasureError(f"{fam.name}'s cutoff must be a number, got {cutoff!r}") from None
+        if not 0.0 <= value <= 1.0:
+            raise MeasureError(f"{fam.name}'s cutoff is a level in [0, 1], got {cutoff!r}")
+        return value
+    if not isinstance(cutoff, int) and not (isinstance(cutoff, float) and cutoff.is_integer()):
+        raise MeasureError(f"cutoff must be a positive integer, got {cutoff!r}")
+    if not 1 <= int(cutoff) < 2**63:
+        raise MeasureError(f"cutoff must be a positive integer below 2^63, got {cutoff!r}")
+    return int(cutoff)
+
+
+# ------------------------------------------------------------------ parsing
+_CANONICAL_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*?)(?:\((?P<params>.*)\))?(?:@(?P<cut>[0-9.]+))?$")
+_TREC_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*?)[._](?P<rest>[0-9.].*)$")
+
+
+def _known_names() -> str:
+    """Every family and spelling, short: ``P@k, ...; trec_eval: P.k, ...; aliases: ...``."""
+    def at(fam: Family, name: str, sep: str = "@") -> str:
+        k = "r" if fam.cutoff_type is float else "k"
+        return name + {"required": f"{sep}{k}", "optional": f", {name}{sep}{k}", "none": ""}[fam.cutoff]
+
+    fams = registry.families()
+    canonical = ", ".join(at(f, f.name) for f in fams)
+    trec = ", ".join(
+        t.name + {"cutoffs": ".k", "levels": ".r", "string": "[.params]", "none": ""}[t.kind] for f in fams for t in f.trec
+    )
+    aliases = ", ".join(at(f, a.name) for f in fams for a in f.aliases if a.dialect != "trec_eval")
+    return f"known measures: {canonical}; trec_eval: {trec}; aliases: {aliases} (`gpukit measures` explains each)"
 
 
 def _split_params(text: str) -> list[str]:
@@ -186,122 +215,145 @@ def _split_params(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def _known_names() -> str:
-    return (
-        "canonical: P@k, R@k, Rprec, RR, RR@k, Success@k, AP, AP@k, Bpref, nDCG, nDCG@k, DCG@k, "
-        "Judged@k, NumRet, NumRel, NumRelRet with parameters (rel=N) and for nDCG/DCG (gain=exp) "
-        "or (gains={grade:gain,...}); trec_eval: P.k, recall.k, Rprec, recip_rank, map, map_cut.k, "
-        "ndcg, ndcg_cut.k, success.k, bpref, num_ret, num_rel, num_rel_ret; ranx: precision@k, "
-        "recall@k, mrr@k, hit_rate@k, map@k, ndcg@k, ndcg_burges@k, dcg@k, r-precision, bpref"
-    )
+def _parse_params(fam: Family, text: str, original: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in _split_params(text):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise MeasureError(f"{_echo(original)}: parameter {item!r} is not key=value")
+        if key == "judged_only" and value.strip().lower() in ("false", "0"):
+            continue  # ir_measures' default, stated explicitly
+        spec = fam.param(key)
+        if spec is None:
+            if key in ("rel", "gain", "gains", "dcg"):
+                raise MeasureError(f"{_echo(original)}: {fam.name} takes no {key}= parameter{_why_not(fam, key)}")
+            raise MeasureError(f"{_echo(original)}: unknown parameter {key!r}{_param_list(fam)}")
+        if spec.name in out:
+            raise MeasureError(f"{_echo(original)}: parameter {spec.name!r} given twice")
+        if spec.name == "gain":
+            from gpukit.families.params import parse_gain_spelling
+
+            out["gain"] = parse_gain_spelling(key, value)
+        else:
+            out[spec.name] = spec.parse(value)
+    return out
 
 
-def _family_for(name: str, original: str) -> tuple[str, dict[str, object]]:
-    if name in _FAMILIES:
-        return name, {}
-    alias = _ALIASES.get(name.lower())
-    if alias is None:
-        raise MeasureError(f"unknown measure {original!r}. Known measures: {_known_names()}")
-    return alias[0], dict(alias[1])
-
-
-def _parse_param(key: str, value: str, original: str) -> tuple[str, object]:
-    key = key.strip()
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        value = value[1:-1]  # ir_measures quotes string values: dcg='exp-log2'
-    if key == "rel":
-        try:
-            return "rel", int(value)
-        except ValueError:
-            raise MeasureError(f"{original!r}: rel must be an integer grade, got {value!r}") from None
-    if key == "gain":
-        if value not in ("linear", "exp"):
-            raise MeasureError(f"{original!r}: gain must be 'linear' or 'exp', got {value!r}")
-        return "gain", value
-    if key == "dcg":  # ir_measures' spelling of the gain/discount pair
-        mapping = {"log2": "linear", "exp-log2": "exp"}
-        if value not in mapping:
-            raise MeasureError(f"{original!r}: dcg must be 'log2' or 'exp-log2', got {value!r}")
-        return "gain", mapping[value]
-    if key == "gains":
-        try:
-            gains = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            raise MeasureError(f"{original!r}: gains must look like {{1:3,2:9}}, got {value!r}") from None
-        if not isinstance(gains, dict) or not gains:
-            raise MeasureError(f"{original!r}: gains must be a non-empty {{grade: gain}} mapping")
-        return "gain", gains
-    if key == "judged_only" and value.lower() in ("false", "0"):
-        return "", None
-    raise MeasureError(f"{original!r}: unknown parameter {key!r} (known: rel, gain, gains, dcg)")
-
-
-def _build(family: str, params: dict[str, object], cutoff: int | None, original: str) -> Measure:
+def _build(fam: Family, params: dict[str, Any], cutoff: Any, original: str) -> Measure:
+    rel, gain = params.pop("rel", None), params.pop("gain", None)
     try:
-        return Measure(family, cutoff=cutoff, rel=params.get("rel"), gain=params.get("gain"))  # type: ignore[arg-type]
+        return Measure(fam.name, cutoff=cutoff, rel=rel, gain=gain, params=tuple(params.items()))
     except MeasureError as exc:
-        raise MeasureError(f"{original!r}: {exc}") from None
+        raise MeasureError(f"{_echo(original)}: {exc}") from None
 
 
-def _parse_trec(name: str, rest: str, original: str) -> list[Measure]:
-    """trec_eval style: ``P.5,10``, ``ndcg_cut_10``, ``ndcg.1=3,2=9``."""
-    family, params = _family_for(name, original)
-    if "=" in rest:  # trec_eval gain parameters: level=gain pairs
-        gains: dict[int, float] = {}
-        for pair in rest.split(","):
-            level, _, gain = pair.partition("=")
-            try:
-                gains[int(level)] = float(gain)
-            except ValueError:
-                raise MeasureError(f"{original!r}: expected level=gain pairs, got {pair!r}") from None
-        params["gain"] = gains
-        return [_build(family, params, None, original)]
-    measures = []
-    for cut in rest.split(","):
-        if not cut.strip().isdigit():
-            raise MeasureError(f"{original!r}: cutoff must be a positive integer, got {cut!r}")
-        measures.append(_build(family, params, int(cut), original))
-    return measures
+def _trec_cutoff(text: str, original: str, trec_atol: bool) -> int:
+    """A trec_eval cutoff; with ``trec_atol`` read as C's atol (``23.4`` -> 23)."""
+    text = text.strip()
+    if trec_atol:
+        match = re.match(r"^[+-]?\d+", text)
+        if match and int(match.group()) > 0:
+            return int(match.group())
+    elif text.isascii() and text.isdigit():
+        return int(text)
+    raise MeasureError(f"{_echo(original)}: cutoff must be a positive integer, got {text!r}")
 
 
-def parse_measure_names(name: str) -> list[Measure]:
-    """Parse one name, which in trec_eval syntax may expand to several cutoffs."""
+def _parse_trec(fam: Family, syntax: TrecSyntax, rest: str | None, original: str, trec_atol: bool) -> list[Measure]:
+    """trec_eval style: ``P.5,10``, ``ndcg_cut_10``, ``ndcg.1=3,2=9``, bare ``ndcg_cut``."""
+    params = dict(syntax.preset)
+    if rest is None or rest == "":
+        if syntax.kind in ("cutoffs", "levels") and syntax.defaults:
+            values = list(syntax.defaults)
+        else:
+            return [_build(fam, params, None, original)]
+    elif syntax.kind == "none":
+        raise MeasureError(f"{_echo(original)}: {syntax.name} takes no parameters")
+    elif syntax.kind == "string":
+        assert syntax.parse_string is not None and syntax.param is not None
+        try:
+            params[syntax.param] = syntax.parse_string(rest)
+        except MeasureError as exc:
+            raise MeasureError(f"{_echo(original)}: {exc}") from None
+        return [_build(fam, params, None, original)]
+    elif syntax.kind == "cutoffs":
+        values = [_trec_cutoff(v, original, trec_atol) for v in rest.split(",")]
+    else:  # levels
+        try:
+            values = [float(v) for v in rest.split(",")]
+        except ValueError:
+            raise MeasureError(f"{_echo(original)}: expected a list of numbers, got {rest!r}") from None
+    out = []
+    for v in values:
+        if syntax.param is None:
+            out.append(_build(fam, dict(params), v, original))
+        else:
+            out.append(_build(fam, {**params, syntax.param: v}, None, original))
+    return out
+
+
+def _bare_alias(fam: Family, alias_bare: str, params: dict[str, Any], original: str) -> list[Measure]:
+    if alias_bare == "expand" and fam.trec_cutoffs:
+        return [_build(fam, dict(params), k, original) for k in fam.trec_cutoffs]
+    if alias_bare == "error":
+        raise MeasureError(f"{_echo(original)} needs a cutoff, e.g. {original}@10")
+    return [_build(fam, params, None, original)]
+
+
+def parse_measure_names(name: MeasureLike, *, trec_atol: bool = False) -> list[Measure]:
+    """Parse one name, which may expand to several measures (``P.5,10``, bare ``ndcg_cut``).
+
+    ``trec_atol`` reads trec_eval cutoff lists as trec_eval does (C's atol:
+    ``ndcg_cut.23.4`` is ``ndcg_cut_23``); off by default, where such a
+    cutoff is an error.
+    """
     if isinstance(name, Measure):
         return [name]
-    original = name
-    text = name.strip()
+    if not isinstance(name, str):
+        raise MeasureError(f"a measure is a name or a Measure, got {type(name).__name__}")
+    original, text = name, name.strip()
     if not text:
-        raise MeasureError(f"empty measure name. Known measures: {_known_names()}")
+        raise MeasureError(f"empty measure name; {_known_names()}")
+    if len(text) > 4096:
+        raise MeasureError(f"measure name of {len(text)} characters is too long: {_echo(text)}")
+    index = registry.name_index()
+    # Exact trec_eval -m roots first (ndcg_cut, map_cut, P, recall, iprec_at_recall...).
+    if text in index.trec:
+        fam, syntax = index.trec[text]
+        return _parse_trec(fam, syntax, None, original, trec_atol)
     match = _CANONICAL_RE.match(text)
-    if match and (match.group("params") is not None or match.group("cut") is not None or "." not in text):
-        family, params = _family_for(match.group("name"), original)
-        if match.group("params"):
-            for item in _split_params(match.group("params")):
-                key, sep, value = item.partition("=")
-                if not sep:
-                    raise MeasureError(f"{original!r}: parameter {item!r} is not key=value")
-                k, v = _parse_param(key, value, original)
-                if k:
-                    params[k] = v
-        cutoff = int(match.group("cut")) if match.group("cut") else None
-        if match.group("cut") is None and "_" in match.group("name"):
-            # trec_eval output form, e.g. ndcg_cut_10, P_10 (but not recip_rank)
-            trec = _TREC_RE.match(text)
-            if trec and trec.group("name").lower() in _ALIASES | {f.lower(): () for f in _FAMILIES}:
-                return _parse_trec(trec.group("name"), trec.group("rest"), original)
-        return [_build(family, params, cutoff, original)]
+    if match:
+        base, params_text, cut = match.group("name"), match.group("params"), match.group("cut")
+        found = index.lookup(base)
+        if found is not None and (params_text is not None or cut is not None or not _TREC_RE.match(text)):
+            fam, alias = found
+            params = dict(alias.preset) if alias is not None else {}
+            if params_text:
+                params.update(_parse_params(fam, params_text, original))
+            if cut is None:
+                if alias is not None:
+                    return _bare_alias(fam, alias.bare, params, original)
+                return [_build(fam, params, None, original)]
+            try:
+                cutoff: Any = float(cut) if fam.cutoff_type is float else int(cut)
+            except ValueError:
+                raise MeasureError(f"{_echo(original)}: cutoff must be a positive integer, got {cut!r}") from None
+            return [_build(fam, params, cutoff, original)]
     trec = _TREC_RE.match(text)
-    if trec:
-        return _parse_trec(trec.group("name"), trec.group("rest"), original)
-    raise MeasureError(f"malformed measure name {original!r}. Known measures: {_known_names()}")
+    if trec and trec.group("name") in index.trec:
+        fam, syntax = index.trec[trec.group("name")]
+        return _parse_trec(fam, syntax, trec.group("rest"), original, trec_atol)
+    if trec or match:
+        raise MeasureError(f"unknown measure {_echo(original)}; {_known_names()}")
+    raise MeasureError(f"malformed measure name {_echo(original)}; {_known_names()}")
 
 
 def parse_measure(name: MeasureLike) -> Measure:
     """Parse exactly one measure (``P.5,10`` style lists are rejected here)."""
-    measures = parse_measure_names(name) if isinstance(name, str) else [name]
+    measures = parse_measure_names(name)
     if len(measures) != 1:
-        raise MeasureError(f"{name!r} names {len(measures)} measures; use parse_measures")
+        raise MeasureError(f"{_echo(str(name))} names {len(measures)} measures; use parse_measures")
     return measures[0]
 
 
@@ -314,13 +366,15 @@ def parse_measures(names: Iterable[MeasureLike] | MeasureLike, rel: int | None =
     if isinstance(names, (str, Measure)):
         names = [names]
     out: list[Measure] = []
+    seen: set[Measure] = set()
     for name in names:
-        explicit_rel = isinstance(name, str) and "rel=" in name
-        for measure in parse_measure_names(name) if isinstance(name, str) else [name]:
-            if rel is not None and not explicit_rel and not isinstance(name, Measure):
+        explicit_rel = not isinstance(name, str) or "rel=" in name
+        for measure in parse_measure_names(name):
+            if rel is not None and not explicit_rel:
                 measure = measure.with_rel(rel)
-            if measure not in out:
+            if measure not in seen:
+                seen.add(measure)
                 out.append(measure)
     if not out:
-        raise MeasureError(f"no measures given. Known measures: {_known_names()}")
+        raise MeasureError(f"no measures given; {_known_names()}")
     return out

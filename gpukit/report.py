@@ -13,28 +13,35 @@ from gpukit.measures import Measure, MeasureLike, parse_measure
 
 
 def describe_conventions(m: Measure, conv: Convention, *, max_depth: int | None, score_dtype: torch.dtype) -> dict[str, str]:
-    """The conventions of one measure, in words, for the report."""
-    out: dict[str, str] = {"convention": conv.name}
-    if m.is_binary:
-        out["relevance"] = f"grade >= {m.rel} is relevant"
-    if m.is_graded:
-        if m.gain == "exp":
-            out["gain"] = "2^grade - 1 (exponential); grade <= 0 or unjudged gains 0"
-        elif isinstance(m.gain, tuple):
-            out["gain"] = "custom " + ", ".join(f"grade {g} -> {v:g}" for g, v in m.gain) + "; other grades: gain = grade (> 0)"
-        else:
-            out["gain"] = "grade (linear); grade <= 0 or unjudged gains 0"
-        out["discount"] = "1 / log2(rank + 1)"
-        out["ideal"] = "all judged documents of the query, sorted by gain"
+    """The conventions of one measure, in words, for the report (from its family record)."""
+    fam = m.spec
+    out: dict[str, str] = {"convention": conv.name, "definition": fam.definition}
+    if fam.describe is not None:
+        out.update(fam.describe(m))
+    for p in fam.params:
+        if p.name not in ("rel", "gain"):
+            out[p.name] = f"{p.show(m.param(p.name))} ({p.doc})"
     out["cutoff"] = str(m.cutoff) if m.cutoff is not None else "full ranking"
     if max_depth is not None:
         out["max_depth"] = str(max_depth)
     out["tie_break"] = TIE_BREAK
     out["topics"] = conv.topic_rule()
-    out["zero_rule"] = conv.zero_rule()
-    out["aggregation"] = "unweighted mean over evaluated queries"
+    out["defined_when"] = fam.defined_when or "always"
+    out["zero_rule"] = conv.zero_rule() if fam.defined_when else "always defined"
+    out["aggregation"] = AGGREGATION_WORDS[fam.aggregate_under(conv)]
     out["score_precision"] = str(score_dtype).replace("torch.", "")
     return out
+
+
+#: The reported value of each aggregate, in words.
+AGGREGATION_WORDS = {
+    "mean": "unweighted mean over evaluated queries",
+    "sum": "sum over queries (trec_eval count measure)",
+    "gmean": "geometric mean over evaluated queries, values floored at 1e-5 (trec_eval gm_*)",
+}
+
+#: trec_eval's floor for geometric means (MIN_GEO_MEAN in trec_eval.h).
+MIN_GEO_MEAN = 1e-5
 
 
 @dataclass(frozen=True)
@@ -60,12 +67,15 @@ class MeasureResult:
         evaluated = int(mask.sum())
         # Summed on the host in one fixed order so a CUDA run reports the same
         # mean as a CPU run (device reductions add in a different order).
+        if aggregate == "gmean":
+            values = values.clamp(min=MIN_GEO_MEAN).log()
         total = float(values.masked_fill(~mask, 0.0).cpu().sum())
         if aggregate == "sum":
             value = total
-            conventions = {**conventions, "aggregation": "sum over queries (trec_eval count measure)"}
         else:
             value = total / evaluated if evaluated else float("nan")
+            if aggregate == "gmean" and evaluated:
+                value = math.exp(value)
         return cls(measure, per_query, mask, value, evaluated, int(mask.numel()) - evaluated, conventions, aggregate)
 
     @property
@@ -147,9 +157,11 @@ class Report:
         for m, r in self.results.items():
             c = r.conventions
             note = "; ".join(v for k, v in c.items() if k in ("relevance", "gain") and v)
+            if r.aggregate != "mean":
+                note = "; ".join(filter(None, [note, c.get("aggregation", r.aggregate)]))
             lines.append(f"{str(m):<{width}}  {_fmt(r.mean):>8}  {r.evaluated:>9}  {r.omitted:>7}  {note}")
         lines.append(f"zero rule: {self.convention.zero_rule()}")
-        lines.append(f"ties: {next(iter(self.results.values())).conventions['tie_break'] if self.results else ''}; discount (DCG family): 1/log2(rank+1); aggregation: unweighted mean")
+        lines.append(f"ties: {next(iter(self.results.values())).conventions['tie_break'] if self.results else ''}; discount (DCG family): 1/log2(rank+1); aggregation: unweighted mean unless stated")
         if per_query:
             lines.append("")
             for q, values in self.per_query().items():
@@ -171,29 +183,18 @@ class Report:
         return "\n".join(lines)
 
 
-_TREC_NAMES = {
-    "P": "P_{k}",
-    "R": "recall_{k}",
-    "Success": "success_{k}",
-    "nDCG": "ndcg_cut_{k}",
-    "AP": "map_cut_{k}",
-}
-_TREC_PLAIN = {"AP": "map", "RR": "recip_rank", "Rprec": "Rprec", "Bpref": "bpref", "nDCG": "ndcg", "NumRet": "num_ret", "NumRel": "num_rel", "NumRelRet": "num_rel_ret"}
-
-
-def trec_name(m: Measure) -> str:
-    """trec_eval's output name where one exists (``P_10``, ``ndcg_cut_10``), else the canonical one."""
-    default_params = (m.rel in (None, 1)) and (m.gain in (None, "linear"))
-    if default_params:
-        if m.cutoff is not None and m.family in _TREC_NAMES:
-            return _TREC_NAMES[m.family].format(k=m.cutoff)
-        if m.cutoff is None and m.family in _TREC_PLAIN:
-            return _TREC_PLAIN[m.family]
-    return str(m)
+def trec_name(m: Measure, rel: int = 1) -> str:
+    """trec_eval's output name (``P_10``, ``ndcg_cut_10``) where the family has one
+    and the measure's relevance level is ``rel`` (trec_eval's -l); else the canonical name."""
+    fam = m.spec
+    name = fam.trec_name(m) if fam.trec_name is not None else None
+    if name is None or (m.rel is not None and m.rel != rel):
+        return str(m)
+    return name
 
 
 def _trec_value(m: Measure, v: float) -> str:
-    if m.family in ("NumRet", "NumRel", "NumRelRet"):
+    if m.spec.trec_format == "int":
         return str(int(round(v)))
     return f"{v:.4f}"
 

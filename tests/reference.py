@@ -15,7 +15,9 @@ Definitions (per query):
 * R = qrels docs with grade >= level (retrieved or not); N = qrels docs with
   0 <= grade < level.
 * P@k, R@k, R, Success@k, RR, RR@k, AP, AP@k, Rprec, Bpref, Judged@k, DCG,
-  nDCG, NumRet, NumRel, NumRelRet as in trec_eval (see each function).
+  nDCG, NumRet, NumRel, NumRelRet as in trec_eval (see each function);
+  further families in the ``reference_*.py`` modules imported at the end,
+  each registered with :func:`register`.
 
 Conventions:
 
@@ -32,60 +34,80 @@ import math
 import re
 from dataclasses import dataclass
 
-# family -> (requires cutoff, accepts cutoff, binary (rel level), graded (gain))
-FAMILIES = {
-    "P": (True, True, True, False),
-    "R": (False, True, True, False),
-    "Rprec": (False, False, True, False),
-    "RR": (False, True, True, False),
-    "Success": (True, True, True, False),
-    "AP": (False, True, True, False),
-    "Bpref": (False, False, True, False),
-    "nDCG": (False, True, False, True),
-    "DCG": (False, True, False, True),
-    "Judged": (True, True, False, False),
-    "NumRet": (False, False, False, False),
-    "NumRel": (False, False, True, False),
-    "NumRelRet": (False, False, True, False),
-}
-COUNT_FAMILIES = {"NumRet", "NumRel", "NumRelRet"}
-# Omitted (gpukit convention) when R = 0 ...
-NEEDS_R = {"R", "AP", "Rprec", "Bpref"}
-# ... or when IDCG = 0.
-NEEDS_IDCG = {"nDCG"}
+@dataclass(frozen=True)
+class RefFamily:
+    """What the reference knows of a family, independently of gpukit's registry.
 
-_NAME_RE = re.compile(r"^(?P<family>[A-Za-z]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<cut>\d+))?$")
+    ``value(m, grades, judgments) -> (value, defined)`` computes one query;
+    ``binary``: has a relevance level ``rel`` (default 1, or the evaluation's
+    relevance_level); ``graded``: has ``gain``; ``params``: other parameters
+    with their defaults; ``aggregate``: per convention, "mean" (default),
+    "sum" or "gmean" (trec_eval: exp of the mean of log(max(v, 1e-5)))."""
+
+    value: object
+    cutoff: str = "none"  # "required", "optional", "none"
+    binary: bool = False
+    graded: bool = False
+    params: tuple = ()
+    aggregate: tuple = ()
+
+
+FAMILIES: dict[str, RefFamily] = {}
+
+
+def register(name: str, family: RefFamily) -> None:
+    """Add a family's reference (modules reference_*.py call this)."""
+    assert name not in FAMILIES, name
+    FAMILIES[name] = family
+
+
+_NAME_RE = re.compile(r"^(?P<family>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<params>[^()]*)\))?(?:@(?P<cut>[0-9.]+))?$")
 
 
 @dataclass(frozen=True)
 class RefMeasure:
     family: str
-    cutoff: int | None
+    cutoff: object  # int rank cutoff, float level, or None
     rel: int | None  # binary relevance level (binary measures only)
     gain: object  # "linear", "exp" or {grade: gain} (graded measures only)
+    params: tuple = ()  # other parameters, ((name, value), ...)
+
+    def param(self, name: str):
+        return dict(self.params)[name]
+
+
+def _value(text: str):
+    text = text.strip().strip("'\"")
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
 
 
 def parse(name: str, relevance_level: int | None = None) -> RefMeasure:
-    """Parse the canonical names used by the tests (``nDCG(gains={1:3,2:9})@10``...)."""
+    """Parse the canonical names used by the tests (``nDCG(gains={1:3,2:9})@10``, ``RBP(p=0.5)``...)."""
     m = _NAME_RE.match(name.replace(" ", ""))
     if not m:
         raise ValueError(f"reference cannot parse {name!r}")
     family = m.group("family")
     if family not in FAMILIES:
         raise ValueError(f"unknown family in {name!r}")
-    _, _, binary, graded = FAMILIES[family]
+    fam = FAMILIES[family]
     rel = None
     gain: object = None
+    params = dict(fam.params)
     if m.group("params"):
-        params = m.group("params")
-        gm = re.match(r"^gains=\{(.*)\}$", params)
+        text = m.group("params")
+        gm = re.match(r"^gains=\{(.*)\}$", text)
         if gm:
             gain = {}
             for pair in gm.group(1).split(","):
                 k, v = pair.split(":")
                 gain[int(k)] = float(v)
         else:
-            for item in params.split(","):
+            for item in text.split(","):
                 key, value = item.split("=")
                 if key == "rel":
                     rel = int(value)
@@ -93,14 +115,17 @@ def parse(name: str, relevance_level: int | None = None) -> RefMeasure:
                     gain = value
                 elif key == "dcg":
                     gain = {"log2": "linear", "exp-log2": "exp"}[value]
+                elif key in params:
+                    params[key] = _value(value)
                 else:
                     raise ValueError(f"unknown parameter in {name!r}")
-    if binary and rel is None:
+    if fam.binary and rel is None:
         rel = 1 if relevance_level is None else relevance_level
-    if graded and gain is None:
+    if fam.graded and gain is None:
         gain = "linear"
-    cutoff = int(m.group("cut")) if m.group("cut") else None
-    return RefMeasure(family, cutoff, rel, gain)
+    cut = m.group("cut")
+    cutoff = None if cut is None else (int(cut) if cut.isdigit() else float(cut))
+    return RefMeasure(family, cutoff, rel, gain, tuple(params.items()))
 
 
 # ----------------------------------------------------------------- per query
@@ -134,6 +159,101 @@ def _dcg(gains: list[float], k: int | None) -> float:
     return total
 
 
+def relevant(grades: list[int | None], level: int) -> list[bool]:
+    """Ranked docs judged with grade >= level."""
+    return [g is not None and g >= 0 and g >= level for g in grades]
+
+
+def counts(judgments: dict[str, int], level: int) -> tuple[int, int]:
+    """(R, N): judged docs with grade >= level, and with 0 <= grade < level."""
+    R = sum(1 for g in judgments.values() if g >= level)
+    N = sum(1 for g in judgments.values() if 0 <= g < level)
+    return R, N
+
+
+def _p(m, grades, judgments):
+    return sum(relevant(grades, m.rel)[: m.cutoff]) / m.cutoff, True
+
+
+def _r(m, grades, judgments):
+    R, _ = counts(judgments, m.rel)
+    rel = relevant(grades, m.rel)
+    hits = sum(rel[: m.cutoff]) if m.cutoff is not None else sum(rel)
+    return (hits / R if R else 0.0), R > 0
+
+
+def _success(m, grades, judgments):
+    return (1.0 if any(relevant(grades, m.rel)[: m.cutoff]) else 0.0), True
+
+
+def _rr(m, grades, judgments):
+    for i, r in enumerate(relevant(grades, m.rel), start=1):
+        if r:
+            return (1.0 / i if m.cutoff is None or i <= m.cutoff else 0.0), True
+    return 0.0, True
+
+
+def _ap(m, grades, judgments):
+    R, _ = counts(judgments, m.rel)
+    total, hits = 0.0, 0
+    for i, r in enumerate(relevant(grades, m.rel), start=1):
+        if m.cutoff is not None and i > m.cutoff:
+            break
+        if r:
+            hits += 1
+            total += hits / i
+    return (total / R if R else 0.0), R > 0
+
+
+def _rprec(m, grades, judgments):
+    R, _ = counts(judgments, m.rel)
+    return (sum(relevant(grades, m.rel)[:R]) / R if R else 0.0), R > 0
+
+
+def _bpref(m, grades, judgments):
+    R, N = counts(judgments, m.rel)
+    if not R:
+        return 0.0, False
+    total, nonrel_above = 0.0, 0
+    for g, r in zip(grades, relevant(grades, m.rel)):
+        if r:
+            if nonrel_above == 0:
+                total += 1.0
+            else:
+                total += 1.0 - min(nonrel_above, R) / min(N, R)
+        elif g is not None and g >= 0:  # judged non-relevant
+            nonrel_above += 1
+    return total / R, True
+
+
+def _judged(m, grades, judgments):
+    return sum(1 for g in grades[: m.cutoff] if g is not None and g >= 0) / m.cutoff, True
+
+
+def _ndcg(m, grades, judgments):
+    dcg = _dcg([_gain(g, m.gain) for g in grades], m.cutoff)
+    ideal = sorted((_gain(g, m.gain) for g in judgments.values() if g >= 0), reverse=True)
+    ideal = [g for g in ideal if g > 0]
+    idcg = _dcg(ideal, m.cutoff)
+    return (dcg / idcg if idcg > 0 else 0.0), idcg > 0
+
+
+_SUM = (("trec_eval", "sum"),)
+register("P", RefFamily(_p, "required", binary=True))
+register("R", RefFamily(_r, "optional", binary=True))
+register("Rprec", RefFamily(_rprec, binary=True))
+register("RR", RefFamily(_rr, "optional", binary=True))
+register("Success", RefFamily(_success, "required", binary=True))
+register("AP", RefFamily(_ap, "optional", binary=True))
+register("Bpref", RefFamily(_bpref, binary=True))
+register("nDCG", RefFamily(_ndcg, "optional", graded=True))
+register("DCG", RefFamily(lambda m, g, j: (_dcg([_gain(x, m.gain) for x in g], m.cutoff), True), "optional", graded=True))
+register("Judged", RefFamily(_judged, "required"))
+register("NumRet", RefFamily(lambda m, g, j: (float(len(g)), True), aggregate=_SUM))
+register("NumRel", RefFamily(lambda m, g, j: (float(counts(j, m.rel)[0]), True), binary=True, aggregate=_SUM))
+register("NumRelRet", RefFamily(lambda m, g, j: (float(sum(relevant(g, m.rel))), True), binary=True, aggregate=_SUM))
+
+
 def query_value(m: RefMeasure, grades: list[int | None], judgments: dict[str, int]) -> tuple[float, bool]:
     """(value, defined) of one measure for one query.
 
@@ -141,67 +261,18 @@ def query_value(m: RefMeasure, grades: list[int | None], judgments: dict[str, in
     ``judgments``: the query's qrels ({doc: grade}), possibly empty.
     ``defined`` is False where the gpukit convention omits the query.
     """
-    k = m.cutoff
-    n = len(grades)
-    fam = m.family
-    if fam in FAMILIES and FAMILIES[fam][2]:
-        level = m.rel
-        rel = [g is not None and g >= 0 and g >= level for g in grades]
-        R = sum(1 for g in judgments.values() if g >= level)
-        N = sum(1 for g in judgments.values() if 0 <= g < level)
-    if fam == "P":
-        return sum(rel[:k]) / k, True
-    if fam == "R":
-        hits = sum(rel[:k]) if k is not None else sum(rel)
-        return (hits / R if R else 0.0), R > 0
-    if fam == "Success":
-        return (1.0 if any(rel[:k]) else 0.0), True
-    if fam == "RR":
-        for i, r in enumerate(rel, start=1):
-            if r:
-                return (1.0 / i if k is None or i <= k else 0.0), True
-        return 0.0, True
-    if fam == "AP":
-        total, hits = 0.0, 0
-        for i, r in enumerate(rel, start=1):
-            if k is not None and i > k:
-                break
-            if r:
-                hits += 1
-                total += hits / i
-        return (total / R if R else 0.0), R > 0
-    if fam == "Rprec":
-        return (sum(rel[:R]) / R if R else 0.0), R > 0
-    if fam == "Bpref":
-        if not R:
-            return 0.0, False
-        total, nonrel_above = 0.0, 0
-        for g, r in zip(grades, rel):
-            if r:
-                if nonrel_above == 0:
-                    total += 1.0
-                else:
-                    total += 1.0 - min(nonrel_above, R) / min(N, R)
-            elif g is not None and g >= 0:  # judged non-relevant
-                nonrel_above += 1
-        return total / R, True
-    if fam == "Judged":
-        return sum(1 for g in grades[:k] if g is not None and g >= 0) / k, True
-    if fam == "NumRet":
-        return float(n), True
-    if fam == "NumRel":
-        return float(R), True
-    if fam == "NumRelRet":
-        return float(sum(rel)), True
-    if fam in ("DCG", "nDCG"):
-        dcg = _dcg([_gain(g, m.gain) for g in grades], k)
-        if fam == "DCG":
-            return dcg, True
-        ideal = sorted((_gain(g, m.gain) for g in judgments.values() if g >= 0), reverse=True)
-        ideal = [g for g in ideal if g > 0]
-        idcg = _dcg(ideal, k)
-        return (dcg / idcg if idcg > 0 else 0.0), idcg > 0
-    raise ValueError(fam)
+    return FAMILIES[m.family].value(m, grades, judgments)
+
+
+def aggregate(m: RefMeasure, kept: list[float], convention: str) -> float:
+    how = dict(FAMILIES[m.family].aggregate).get(convention, "mean")
+    if how == "sum":
+        return float(sum(kept))
+    if not kept:
+        return float("nan")
+    if how == "gmean":
+        return math.exp(sum(math.log(max(v, 1e-5)) for v in kept) / len(kept))
+    return sum(kept) / len(kept)
 
 
 # ------------------------------------------------------------------- driver
@@ -246,10 +317,7 @@ def reference_evaluate(
             else:
                 per_query[q] = value
         kept = [v for v in per_query.values() if v is not None]
-        if convention == "trec_eval" and m.family in COUNT_FAMILIES:
-            mean = float(sum(kept))
-        else:
-            mean = sum(kept) / len(kept) if kept else float("nan")
+        mean = aggregate(m, kept, convention)
         out["measures"][name] = {
             "per_query": per_query,
             "mean": mean,
@@ -257,3 +325,6 @@ def reference_evaluate(
             "omitted": len(qids) - len(kept),
         }
     return out
+
+
+# Further families' references register themselves here (one module per group).

@@ -53,7 +53,8 @@ def test_relevance_level_applies_to_binary_measures_without_explicit_rel():
     "name,fragment",
     [
         ("foo@10", "unknown measure"),
-        ("P", "needs a cutoff"),
+        ("Judged", "needs a cutoff"),
+        ("precision", "needs a cutoff"),
         ("P@0", "positive integer"),
         ("nDCG(rel=2)@10", "takes no rel"),
         ("P(gain=exp)@10", "takes no gain"),
@@ -72,3 +73,59 @@ def test_unknown_name_lists_what_exists():
     with pytest.raises(MeasureError) as info:
         parse_measure("ndgc@10")
     assert "nDCG@k" in str(info.value) and "ndcg_cut.k" in str(info.value) and "hit_rate@k" in str(info.value)
+
+
+# trec_eval's default cutoffs, from its m_P.c / m_success.c (long_cutoff_array).
+TREC_DEFAULT = [5, 10, 15, 20, 30, 100, 200, 500, 1000]
+
+
+@pytest.mark.parametrize(
+    "group,family,cutoffs",
+    [
+        ("P", "P", TREC_DEFAULT),
+        ("recall", "R", TREC_DEFAULT),
+        ("ndcg_cut", "nDCG", TREC_DEFAULT),
+        ("map_cut", "AP", TREC_DEFAULT),
+        ("success", "Success", [1, 5, 10]),
+    ],
+)
+def test_bare_trec_eval_group_names_expand_to_trec_eval_default_cutoffs(group, family, cutoffs):
+    got = parse_measures([group])
+    assert [(m.family, m.cutoff) for m in got] == [(family, k) for k in cutoffs]
+
+
+def test_bare_uncut_trec_eval_names_keep_their_meaning():
+    assert parse_measure("ndcg") == Measure("nDCG")
+    assert parse_measure("map") == Measure("AP")
+    assert parse_measure("R") == Measure("R")  # ir_measures' R without cutoff: the whole ranking
+
+
+@pytest.mark.parametrize(
+    "name,fragment",
+    [
+        ("ndcg.1=3,1=5", "grade 1 is given two gains"),
+        ("nDCG(gains={1:3,1:5})", "grade 1 is given two gains"),
+        ("nDCG(gains={1.5:3})", "integer grade"),
+        ("nDCG(gains={1:float('nan')})", "gains must"),
+        ("nDCG(gains={1:1e999})", "finite"),
+        ("ndcg.1=nan", "finite"),
+        ("ndcg.1=inf", "finite"),
+        ("P(rel=2,rel=3)@5", "given twice"),
+        ("ndcg_cut.23.4", "positive integer"),
+    ],
+)
+def test_malformed_parameters_are_errors(name, fragment):
+    with pytest.raises(MeasureError, match=fragment):
+        parse_measures([name])
+
+
+def test_trec_eval_reads_cutoffs_like_atol_when_asked():
+    from gpukit.measures import parse_measure_names
+
+    assert [m.cutoff for m in parse_measure_names("ndcg_cut.10,20,23.4", trec_atol=True)] == [10, 20, 23]
+
+
+def test_long_names_are_not_echoed_whole():
+    with pytest.raises(MeasureError) as info:
+        parse_measure("x" * 1_000_000)
+    assert "x" * 100 not in str(info.value) and len(str(info.value)) < 20_000

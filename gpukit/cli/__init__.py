@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "compare_cmd",
     "bench_cmd",
     "demo_cmd",
+    "measures_cmd",
 )
 
 

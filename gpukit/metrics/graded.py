@@ -9,10 +9,15 @@ judged documents of the query, retrieved or not (trec_eval's ndcg_cut).
 """
 from __future__ import annotations
 
+from typing import Union
+
 import torch
 
-from gpukit.measures import Gain
 from gpukit.metrics.cutoffs import Cutoffs, ordered_prefix_at, safe_divide, truncate
+
+
+#: ``"linear"``, ``"exp"`` or ``((grade, gain), ...)`` pairs (custom gains).
+Gain = Union[str, tuple[tuple[int, float], ...]]
 
 
 def gains(grades: torch.Tensor, gain: Gain) -> torch.Tensor:

@@ -50,7 +50,7 @@ from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import DeviceLike
 from gpukit.errors import DeviceError, GpukitError
-from gpukit.evaluation import COUNT_FAMILIES, compute_measures
+from gpukit.evaluation import compute_measures
 from gpukit.index.base import canonical_device
 from gpukit.index.topk import sort_by_score_then_index
 from gpukit.measures import Measure, MeasureLike, parse_measures
@@ -143,6 +143,30 @@ class _DenseRanking(RankedJudgments):
         return self.num_relevant(0)
 
 
+def check_streamable(measures: Sequence[Measure]) -> None:
+    """Refuse, up front, every measure whose family the stream cannot compute exactly.
+
+    A family is streamable when its record says so: its kernel reads only
+    what a dense (B, N) batch provides (ranked grades, counts over all
+    candidates, the ideal grades) and it aggregates by a sum of per-query
+    values (means and sums; not geometric means, whose fixed-point state
+    would have to hold logarithms).
+    """
+    for m in measures:
+        fam = m.spec
+        reason = None if fam.streamable is True else str(fam.streamable)
+        if reason is None and any(agg not in ("mean", "sum") for _, agg in fam.aggregate):
+            reason = "its aggregate is not a sum of per-query values"
+        if reason is None and not fam.needs <= STREAM_INPUTS:
+            reason = f"it needs {', '.join(sorted(fam.needs - STREAM_INPUTS))}, which a dense batch does not have"
+        if reason is not None:
+            raise GpukitError(f"RetrievalEvaluator cannot compute {m}: {reason}; use gpukit.evaluate")
+
+
+#: What a dense (B, N) batch provides to the kernels.
+STREAM_INPUTS = frozenset({"grades", "ideal", "num_ret"})
+
+
 def _needs_full_ranking(measures: Sequence[Measure]) -> bool:
     return any(m.cutoff is None for m in measures)
 
@@ -153,10 +177,11 @@ def dense_ranking(scores: torch.Tensor, targets: torch.Tensor, measures: Sequenc
     k = n if _needs_full_ranking(measures) else min(n, max(int(m.cutoff) for m in measures))  # type: ignore[arg-type]
     positions = ranked_positions(scores, k)
     grades = targets.gather(1, positions).to(torch.int32)
-    # Only nDCG reads the ideal grades (R comes from counts over the targets),
-    # and IDCG@c needs only the c best grades: sort all N only for nDCG without
-    # a cutoff, or custom gains (which need not grow with the grade).
-    ndcg = [m for m in measures if m.family == "nDCG"]
+    # R and judged counts come from counts over the targets, so only families
+    # that need the ideal ranking itself (graded ones: IDCG) read ideal grades,
+    # and IDCG@c needs only the c best grades: sort all N only for a measure
+    # without a cutoff, or custom gains (which need not grow with the grade).
+    ndcg = [m for m in measures if "ideal" in m.spec.needs and m.is_graded]
     ndcg_cuts = [m.cutoff for m in ndcg]
     if not ndcg:
         ideal = torch.full((rows, 1), -1, dtype=torch.int32, device=scores.device)
@@ -261,6 +286,7 @@ class RetrievalEvaluator:
         relevance_level: int | None = None,
     ) -> None:
         self.measures = parse_measures(measures, rel=relevance_level)
+        check_streamable(self.measures)
         self.convention = convention if isinstance(convention, Convention) else get_convention(convention, False)
         self.device: torch.device | None = None if device is None else canonical_device(device)
         self._state: torch.Tensor | None = None
@@ -371,10 +397,11 @@ class RetrievalEvaluator:
         for m, row in zip(self.measures, rows):
             total = from_fixed_point(row[:LIMBS])
             evaluated, omitted = row[LIMBS], row[LIMBS + 1]
-            if m.family in COUNT_FAMILIES and self.convention.name == "trec_eval":
-                value, aggregate = float(total), "sum"
+            aggregate = m.spec.aggregate_under(self.convention)
+            if aggregate == "sum":
+                value = float(total)
             else:
-                value, aggregate = (float(total / evaluated) if evaluated else float("nan")), "mean"
+                value = float(total / evaluated) if evaluated else float("nan")
             results[str(m)] = StreamingResult(str(m), value, evaluated, omitted, aggregate)
         return StreamingReport(results, queries, self.convention.name, synced)
 

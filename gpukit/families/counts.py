@@ -1,0 +1,97 @@
+"""Counts and coverage: NumRet, NumRel, NumRelRet, Judged@k.
+
+trec_eval sums counts over queries (``num_rel_ret all`` is the total); the
+gpukit convention reports their mean.
+"""
+from __future__ import annotations
+
+import torch
+
+from gpukit import metrics
+from gpukit.families.common import always, describe_binary, trec_names
+from gpukit.families.params import REL
+from gpukit.families.registry import register
+from gpukit.families.spec import Alias, Family, TrecSyntax
+
+_SUM = (("trec_eval", "sum"),)
+
+
+def _num_ret(r, m, cuts):
+    v = r.num_ret.to(torch.float64)[:, None]
+    return v, always(v)
+
+
+def _num_rel(r, m, cuts):
+    v = r.num_relevant(m.rel).to(torch.float64)[:, None]
+    return v, always(v)
+
+
+def _num_rel_ret(r, m, cuts):
+    v = r.relevant(m.rel).sum(1).to(torch.float64)[:, None]
+    return v, always(v)
+
+
+def _judged(r, m, cuts):
+    v = metrics.judged_at_k(r.judged(), cuts)
+    return v, always(v)
+
+
+NumRet = register(Family(
+    name="NumRet",
+    summary="number of documents retrieved (after -M)",
+    definition="NumRet = |ranking|",
+    kernel=_num_ret,
+    aliases=(Alias("num_ret", "trec_eval"), Alias("numret", "ir_measures")),
+    trec=(TrecSyntax("num_ret"),),
+    needs=frozenset({"num_ret"}),
+    aggregate=_SUM,
+    trec_format="int",
+    trec_name=trec_names(uncut="num_ret"),
+    examples=("NumRet",),
+    trec_groups=("official", "all_trec", "set"),
+))
+
+NumRel = register(Family(
+    name="NumRel",
+    summary="number of relevant judged documents (R)",
+    definition="NumRel = R, relevant judged documents of the query, retrieved or not",
+    kernel=_num_rel,
+    params=(REL,),
+    aliases=(Alias("num_rel", "trec_eval"), Alias("numrel", "ir_measures")),
+    trec=(TrecSyntax("num_rel"),),
+    needs=frozenset({"ideal"}),
+    aggregate=_SUM,
+    trec_format="int",
+    describe=describe_binary,
+    trec_name=trec_names(uncut="num_rel"),
+    examples=("NumRel", "NumRel(rel=2)"),
+    trec_groups=("official", "all_trec", "set"),
+))
+
+NumRelRet = register(Family(
+    name="NumRelRet",
+    summary="number of relevant documents retrieved",
+    definition="NumRelRet = |relevant in the ranking|",
+    kernel=_num_rel_ret,
+    params=(REL,),
+    aliases=(Alias("num_rel_ret", "trec_eval"), Alias("numrelret", "ir_measures")),
+    trec=(TrecSyntax("num_rel_ret"),),
+    needs=frozenset({"grades"}),
+    aggregate=_SUM,
+    trec_format="int",
+    describe=describe_binary,
+    trec_name=trec_names(uncut="num_rel_ret"),
+    examples=("NumRelRet", "NumRelRet(rel=2)"),
+    trec_groups=("official", "all_trec", "set"),
+))
+
+Judged = register(Family(
+    name="Judged",
+    summary="fraction of the top k that is judged",
+    definition="Judged@k = |judged documents in the top k| / k (ir_measures)",
+    kernel=_judged,
+    cutoff="required",
+    aliases=(Alias("judged", "ir_measures", bare="error"),),
+    needs=frozenset({"grades"}),
+    examples=("Judged@1", "Judged@5"),
+))
