@@ -83,7 +83,7 @@ class Measure:
         shown = []
         for p in fam.params:
             value = self.param(p.name)
-            if value != p.check(p.default):
+            if p.always_show or value != p.check(p.default):
                 key = "gains" if p.name == "gain" and isinstance(value, tuple) else p.name
                 shown.append(f"{key}={p.show(value)}")
         text = fam.name + (f"({','.join(shown)})" if shown else "")

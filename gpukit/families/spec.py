@@ -63,6 +63,9 @@ class Param:
     show: Callable[[Any], str] = str
     #: other spellings accepted in names (ir_measures' ``dcg='exp-log2'``).
     spellings: tuple[str, ...] = ()
+    #: show the value in canonical names even when it is the default (where
+    #: tools disagree on the default, e.g. RBP's p: the name must carry it).
+    always_show: bool = False
 
 
 @dataclass(frozen=True)
