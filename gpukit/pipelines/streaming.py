@@ -39,6 +39,8 @@ process fed all batches would return. The mean is then the exact rational
 """
 from __future__ import annotations
 
+import hashlib
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterable, Sequence
@@ -291,6 +293,11 @@ class RetrievalEvaluator:
         self.device: torch.device | None = None if device is None else canonical_device(device)
         self._state: torch.Tensor | None = None
         self._queries: torch.Tensor | None = None
+        # Grades a dense update could not hold in int32, counted on the device
+        # (checking them at update time would need a host sync).
+        self._bad_grades: torch.Tensor | None = None
+        # Query ids fed through update_run: a query must come once.
+        self._seen_queries: set[str] = set()
         self.run_queries_not_in_qrels = 0
         if self.device is not None:
             self._allocate(self.device)
@@ -300,6 +307,7 @@ class RetrievalEvaluator:
         self.device = device
         self._state = torch.zeros((len(self.measures), STATE_COLUMNS), dtype=torch.int64, device=device)
         self._queries = torch.zeros((), dtype=torch.int64, device=device)
+        self._bad_grades = torch.zeros((), dtype=torch.int64, device=device)
 
     def _check_device(self, tensor: torch.Tensor, name: str) -> None:
         if self.device is None:
@@ -312,6 +320,8 @@ class RetrievalEvaluator:
         if self._state is not None:
             self._state.zero_()
             self._queries.zero_()  # type: ignore[union-attr]
+            self._bad_grades.zero_()  # type: ignore[union-attr]
+        self._seen_queries.clear()
         self.run_queries_not_in_qrels = 0
 
     @property
@@ -324,8 +334,10 @@ class RetrievalEvaluator:
         """Add B new queries: ``scores`` (B, N) float, ``targets`` (B, N) integer grades.
 
         No host synchronisation: shapes and dtypes are checked from metadata
-        only; NaN scores are not detected (that would need a sync) and rank
-        wherever ``torch.topk`` puts them.
+        only. NaN scores rank as -inf (after every other score; NaNs among
+        themselves by column ascending), so a diverging model gives low,
+        deterministic scores instead of a crash. int64 grades outside int32
+        are counted on the device and refused by :meth:`compute`.
         """
         if scores.dim() != 2 or targets.shape != scores.shape:
             raise GpukitError(f"scores {tuple(scores.shape)} and targets {tuple(targets.shape)} must be the same (B, N) shape")
@@ -339,6 +351,10 @@ class RetrievalEvaluator:
         self._check_device(targets, "targets")
         if targets.dtype == torch.bool:
             targets = targets.to(torch.int32)
+        elif targets.dtype == torch.int64:
+            out_of_range = (targets > 2**31 - 1) | (targets < -(2**31))
+            self._bad_grades.add_(out_of_range.sum())  # type: ignore[union-attr]
+        scores = torch.where(torch.isnan(scores), torch.full_like(scores, -math.inf), scores)
         ranking = dense_ranking(scores, targets, self.measures)
         self._state.add_(state_increment(ranking, self.measures, self.convention))  # type: ignore[union-attr]
         self._queries.add_(scores.shape[0])  # type: ignore[union-attr]
@@ -356,6 +372,14 @@ class RetrievalEvaluator:
         """
         self._check_device(run.doc_codes, "run")
         ranking = form_ranking(qrels, run, complete=False, score_dtype=score_dtype)
+        again = [q for q in ranking.query_ids if q in self._seen_queries]
+        if again:
+            shown = ", ".join(repr(q) for q in again[:5]) + (f" and {len(again) - 5} more" if len(again) > 5 else "")
+            raise GpukitError(
+                f"update_run: quer{'ies' if len(again) > 1 else 'y'} {shown} already came in an earlier update; "
+                "each query's ranking must come whole, in one update (reset() starts over)"
+            )
+        self._seen_queries.update(ranking.query_ids)
         self.run_queries_not_in_qrels += ranking.run_queries_not_in_qrels
         if ranking.num_topics == 0:
             return
@@ -363,6 +387,44 @@ class RetrievalEvaluator:
         self._queries.add_(ranking.num_topics)  # type: ignore[union-attr]
 
     # ---------------------------------------------------------- results
+    def _layout_signature(self) -> int:
+        """A 62-bit digest of what the state means: measures, convention, layout."""
+        text = repr(([str(m) for m in self.measures], self.convention, STATE_COLUMNS, LIMBS, LIMB_BITS))
+        return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 2
+
+    def _check_ranks_agree(self, group) -> None:
+        """Refuse to add up states of evaluators that differ (before any sum).
+
+        One MAX all_reduce of (signature, -signature, queries fed by update_run):
+        equal signatures on every rank iff max == -max(-signature). Then, if
+        any rank used update_run, the query ids are gathered to find queries
+        fed on more than one rank.
+        """
+        import torch.distributed as dist
+
+        sig = self._layout_signature()
+        probe = torch.tensor([sig, -sig, len(self._seen_queries)], dtype=torch.int64, device=self._state.device)  # type: ignore[union-attr]
+        dist.all_reduce(probe, op=dist.ReduceOp.MAX, group=group)
+        top, neg_bottom, seen = probe.tolist()
+        if top != -neg_bottom:
+            raise GpukitError(
+                "RetrievalEvaluator.compute: the processes' evaluators differ (measures, their order, convention "
+                f"or state layout; this rank has {[str(m) for m in self.measures]} under {self.convention.name!r}); "
+                "every rank must build the same evaluator"
+            )
+        if seen:
+            gathered: list = [None] * dist.get_world_size(group)
+            dist.all_gather_object(gathered, sorted(self._seen_queries), group=group)
+            owners: dict[str, int] = {}
+            for rank, qids in enumerate(gathered):
+                for q in qids:
+                    if q in owners:
+                        raise GpukitError(
+                            f"RetrievalEvaluator.compute: query {q!r} was fed on ranks {owners[q]} and {rank}; "
+                            "shard queries so that each comes to one rank once"
+                        )
+                    owners[q] = rank
+
     def _gathered_state(self, sync: bool | None, group) -> tuple[list[list[int]], int, bool]:
         import torch.distributed as dist
 
@@ -375,12 +437,19 @@ class RetrievalEvaluator:
             # on the device the backend needs.
             nccl = dist.get_backend(group) == "nccl"
             self._allocate(torch.device("cuda", torch.cuda.current_device()) if nccl else torch.device("cpu"))
-        flat = torch.cat([self._state.flatten(), self._queries.view(1)])  # type: ignore[union-attr]
+        flat = torch.cat([self._state.flatten(), self._queries.view(1), self._bad_grades.view(1)])  # type: ignore[union-attr]
         if sync:
+            self._check_ranks_agree(group)
             # int64 sums: exact and independent of the reduction order.
             flat = flat.clone()
             dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=group)
         values = flat.cpu().tolist()
+        bad_grades = values.pop()
+        if bad_grades:
+            raise GpukitError(
+                f"RetrievalEvaluator: {bad_grades} target grade(s) outside int32 were given to update(); "
+                "grades must be int32 values (as in qrels files)"
+            )
         queries = values.pop()
         rows = [values[i * STATE_COLUMNS : (i + 1) * STATE_COLUMNS] for i in range(len(self.measures))]
         return rows, queries, bool(sync)
