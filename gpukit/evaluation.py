@@ -82,17 +82,15 @@ def evaluate(
         run = run.to(target)
     ranking = form_ranking(qrels, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
     values = compute_measures(ranking, parsed)
-    results: dict[Measure, MeasureResult] = {}
-    for m in parsed:
-        per_query, defined = values[m]
-        mask = defined if conv.omit_undefined else torch.ones_like(defined)
-        results[m] = MeasureResult.build(
-            m,
-            per_query,
-            mask,
-            describe_conventions(m, conv, max_depth=max_depth, score_dtype=score_dtype),
-            aggregate=m.spec.aggregate_under(conv),
-        )
+    masks = [values[m][1] if conv.omit_undefined else torch.ones_like(values[m][1]) for m in parsed]
+    built = MeasureResult.build_all(
+        parsed,
+        [values[m][0] for m in parsed],
+        masks,
+        [describe_conventions(m, conv, max_depth=max_depth, score_dtype=score_dtype) for m in parsed],
+        [m.spec.aggregate_under(conv) for m in parsed],
+    )
+    results: dict[Measure, MeasureResult] = dict(zip(parsed, built))
     return Report(
         run_name=run.name,
         query_ids=ranking.query_ids,

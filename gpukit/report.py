@@ -63,20 +63,44 @@ class MeasureResult:
 
     @classmethod
     def build(cls, measure: Measure, values: torch.Tensor, mask: torch.Tensor, conventions: dict[str, str], aggregate: str = "mean") -> "MeasureResult":
-        per_query = torch.where(mask, values, torch.full_like(values, float("nan")))
-        evaluated = int(mask.sum())
-        # Summed on the host in one fixed order so a CUDA run reports the same
-        # mean as a CPU run (device reductions add in a different order).
-        if aggregate == "gmean":
-            values = values.clamp(min=MIN_GEO_MEAN).log()
-        total = float(values.masked_fill(~mask, 0.0).cpu().sum())
-        if aggregate == "sum":
-            value = total
-        else:
-            value = total / evaluated if evaluated else float("nan")
-            if aggregate == "gmean" and evaluated:
-                value = math.exp(value)
-        return cls(measure, per_query, mask, value, evaluated, int(mask.numel()) - evaluated, conventions, aggregate)
+        return cls.build_all([measure], [values], [mask], [conventions], [aggregate])[0]
+
+    @classmethod
+    def build_all(
+        cls,
+        measures: list[Measure],
+        values: list[torch.Tensor],
+        masks: list[torch.Tensor],
+        conventions: list[dict[str, str]],
+        aggregates: list[str],
+    ) -> list["MeasureResult"]:
+        """Results of several measures with one device-to-host transfer.
+
+        Means are summed on the host in one fixed order, so a CUDA run
+        reports the same means as a CPU run (device reductions add in a
+        different order); geometric means take their logarithms there too.
+        """
+        if not measures:
+            return []
+        stacked, stacked_mask = torch.stack(values), torch.stack(masks)
+        per_query = torch.where(stacked_mask, stacked, torch.full_like(stacked, float("nan")))
+        host = torch.cat([stacked, stacked_mask.to(stacked.dtype)]).cpu()  # the one transfer
+        host_values, host_mask = host[: len(measures)], host[len(measures):].bool()
+        out = []
+        for i, (m, conv, aggregate) in enumerate(zip(measures, conventions, aggregates)):
+            row, keep = host_values[i], host_mask[i]
+            evaluated = int(keep.sum())
+            if aggregate == "gmean":
+                row = row.clamp(min=MIN_GEO_MEAN).log()
+            total = float(row.masked_fill(~keep, 0.0).sum())
+            if aggregate == "sum":
+                value = total
+            else:
+                value = total / evaluated if evaluated else float("nan")
+                if aggregate == "gmean" and evaluated:
+                    value = math.exp(value)
+            out.append(cls(m, per_query[i], stacked_mask[i], value, evaluated, int(keep.numel()) - evaluated, conv, aggregate))
+        return out
 
     @property
     def name(self) -> str:

@@ -1,24 +1,53 @@
 """Float sums are added in one fixed order on every device.
 
-CUDA's cumsum is a parallel scan whose rounding differs from the CPU's
-sequential running sum; gpukit's CUDA path adds columns one at a time. That
-path runs on any device, so its bitwise agreement with the CPU path is
-checked here without a GPU.
+CUDA's row cumsum is a parallel scan whose rounding differs from the CPU's
+sequential running sum; gpukit's device path scans the (K, Q) transpose over
+its outer dimension, which CUDA walks sequentially per column. That path
+runs on any device, so its bitwise agreement with a left-to-right sum is
+checked here without a GPU, and on CUDA where one is present.
 """
 from __future__ import annotations
 
 import torch
 
-from gpukit.metrics.cutoffs import column_by_column_prefix_at, ordered_prefix_at
+import pytest
+
+from gpukit.metrics.cutoffs import ordered_prefix_at, outer_scan_prefix_at
 
 
-def test_column_path_equals_sequential_cpu_path_bitwise():
+def column_by_column_prefix_at(values: torch.Tensor, cutoffs) -> torch.Tensor:
+    """Reference: each column added to a running total, one at a time."""
+    q, width = values.shape
+    last = [width if k is None else min(int(k), width) for k in cutoffs]
+    out = values.new_empty((q, len(cutoffs)))
+    total = torch.zeros_like(values[:, 0])
+    for col in range(max(last)):
+        total = total + values[:, col]
+        for c, stop in enumerate(last):
+            if stop == col + 1:
+                out[:, c] = total
+    return out
+
+
+def test_device_path_equals_sequential_cpu_path_bitwise():
     g = torch.Generator().manual_seed(7)
     values = torch.rand((257, 300), generator=g, dtype=torch.float64) * 10
-    cutoffs = [1, 5, 10, 299, 300, 1000, None]
-    a = ordered_prefix_at(values, cutoffs)
-    b = column_by_column_prefix_at(values, cutoffs)
-    assert torch.equal(a, b)
+    for cutoffs in ([1, 5, 10, 299, 300, 1000, None], [3], [7, 2]):
+        a = ordered_prefix_at(values, cutoffs)
+        assert torch.equal(a, column_by_column_prefix_at(values, cutoffs))
+        assert torch.equal(outer_scan_prefix_at(values, cutoffs), a)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_outer_dimension_scan_adds_in_rank_order():
+    """Pins the property the device path relies on: CUDA's outer-dimension
+    scan gives the CPU's left-to-right sums bit for bit."""
+    g = torch.Generator().manual_seed(9)
+    for q, k in ((1, 1000), (10_000, 100), (3, 100_000)):
+        values = torch.rand((q, k), generator=g, dtype=torch.float64) * 10
+        cutoffs = [1, 10, k // 2, None]
+        assert torch.equal(ordered_prefix_at(values.cuda(), cutoffs).cpu(), ordered_prefix_at(values, cutoffs))
 
 
 def test_cpu_path_is_a_left_to_right_running_sum():

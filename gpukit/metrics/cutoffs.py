@@ -8,50 +8,60 @@ import torch
 Cutoffs = Sequence[int | None]
 
 
+def _columns(width: int, cutoffs: Cutoffs) -> list[int]:
+    return [width - 1 if k is None else min(int(k), width) - 1 for k in cutoffs]
+
+
 def prefix_at(cumulative: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     """Values of a row-wise cumulative sum at rank ``k`` for each cutoff.
 
     ``cumulative[:, i]`` holds the sum over ranks 1..i+1. A cutoff beyond the
     row's width (or ``None``) reads the last column: ranks past the end of a
-    ranking add nothing. Returns (Q, len(cutoffs)).
+    ranking add nothing. Returns (Q, len(cutoffs)), a new tensor.
+
+    The columns are stacked from views: one kernel and no index tensor
+    built from host data (a host-to-device copy on every call, which a CUDA
+    graph cannot capture).
     """
     q, width = cumulative.shape
     if width == 0:
         return cumulative.new_zeros((q, len(cutoffs)))
-    cols = [width - 1 if k is None else min(int(k), width) - 1 for k in cutoffs]
-    index = torch.tensor(cols, device=cumulative.device, dtype=torch.int64)
-    return cumulative.index_select(1, index)
+    if not cutoffs:
+        return cumulative.new_empty((q, 0))
+    return torch.stack([cumulative[:, c] for c in _columns(width, cutoffs)], dim=1)
 
 
 def ordered_prefix_at(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     """Row sums of ranks 1..k for each cutoff, added strictly left to right.
 
     Floating-point addition is not associative, so the order is fixed on
-    every device to make CPU and CUDA results bitwise identical: CPU's cumsum
-    is a sequential running sum already; CUDA's is a parallel scan, so there
-    the columns are added one at a time (K small kernels, graph-capturable).
-    Returns (Q, len(cutoffs)).
+    every device and runs stay bitwise reproducible: the CPU's ``cumsum(1)``
+    is a sequential running sum per row. On other devices the row scan is a
+    parallel one, so the (K, Q) transpose is scanned along dim 0 instead:
+    CUDA's scan over an outer dimension walks each column sequentially
+    (one thread per query, in rank order), which gives the CPU's sums bit
+    for bit in O(1) kernels (a copy, a scan, a gather). Returns
+    (Q, len(cutoffs)).
     """
     q, width = values.shape
     if width == 0:
         return values.new_zeros((q, len(cutoffs)))
     if values.device.type == "cpu":
         return prefix_at(values.cumsum(1), cutoffs)
-    return column_by_column_prefix_at(values, cutoffs)
+    return outer_scan_prefix_at(values, cutoffs)
 
 
-def column_by_column_prefix_at(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
-    """The device path of :func:`ordered_prefix_at` (usable on any device)."""
+def outer_scan_prefix_at(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+    """The device path of :func:`ordered_prefix_at` (usable on any device).
+
+    Only the columns up to the largest cutoff are scanned.
+    """
     q, width = values.shape
-    last = [width if k is None else min(int(k), width) for k in cutoffs]
-    out = values.new_empty((q, len(cutoffs)))
-    total = torch.zeros_like(values[:, 0])
-    for col in range(max(last)):
-        total = total + values[:, col]
-        for c, stop in enumerate(last):
-            if stop == col + 1:
-                out[:, c] = total
-    return out
+    if width == 0 or not cutoffs:
+        return values.new_zeros((q, len(cutoffs)))
+    stop = max(_columns(width, cutoffs)) + 1
+    scanned = values[:, :stop].t().contiguous().cumsum(0)  # (stop, Q): rank-major
+    return prefix_at(scanned.t(), cutoffs)
 
 
 def cutoff_values(cutoffs: Cutoffs, fallback: torch.Tensor) -> torch.Tensor:

@@ -35,14 +35,23 @@ def gains(grades: torch.Tensor, gain: Gain) -> torch.Tensor:
     return out
 
 
-def discounts(width: int, device: torch.device) -> torch.Tensor:
-    """1 / log2(rank + 1) for ranks 1..width.
+# Discount tables per device, grown to powers of two and sliced: one copy per
+# device and size class instead of one host-to-device copy per call (which a
+# CUDA graph cannot capture). Built on the CPU, as the CPU and CUDA log2
+# implementations may differ in the last bit; a power-of-two length keeps
+# every element in the vectorised loop, so a value never depends on the size.
+_DISCOUNTS: dict[torch.device, torch.Tensor] = {}
 
-    Computed on the CPU and copied: device log2 implementations may differ in
-    the last bit, and CPU and CUDA must give identical scores.
-    """
-    weights = 1.0 / torch.log2(torch.arange(2, width + 2, dtype=torch.float64))
-    return weights.to(device)
+
+def discounts(width: int, device: torch.device) -> torch.Tensor:
+    """1 / log2(rank + 1) for ranks 1..width, float64, on ``device``."""
+    device = torch.device(device)
+    table = _DISCOUNTS.get(device)
+    if table is None or table.numel() < width:
+        size = max(1024, 1 << max(width - 1, 0).bit_length())
+        table = (1.0 / torch.log2(torch.arange(2, size + 2, dtype=torch.float64))).to(device)
+        _DISCOUNTS[device] = table
+    return table[:width]
 
 
 def dcg(ranked_gains: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
