@@ -28,7 +28,8 @@ whatever the chunk size.
 """
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -47,11 +48,38 @@ DTYPE_NAMES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16,
 }
 STORAGE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-# Per score element of a block: the fp32 score, a low-precision matmul result
-# on CUDA, comparison masks of block_topk and L2 temporaries, rounded up.
+# Per score element of a block: the fp32 score (4), a low-precision matmul
+# result on CUDA (2), block_topk's int32 tie key (4) and bool comparison (1),
+# rounded up (L2 works in place on the fp32 block).
 BYTES_PER_SCORE = 12
 # Rows per step when computing squared norms, to bound the fp32 temporary.
 NORM_ROWS = 65536
+
+
+def matmul_dtype(device: torch.device, storage: torch.dtype, metric: str) -> torch.dtype:
+    """The dtype the scoring matmul runs in.
+
+    On CUDA inner products run in the storage dtype (tensor cores; fp32
+    accumulation, rounded output, fixed by fp32 rescoring). L2 scores are
+    ``2<q,d> - |d|^2 - |q|^2``: a rounded product would lose the small
+    difference to cancellation, so L2 multiplies upcast fp32 vectors on
+    every device, as the CPU does for all metrics.
+    """
+    if device.type == "cuda" and metric != "l2":
+        return storage
+    return torch.float32
+
+
+@contextmanager
+def ieee_fp32_matmul() -> Iterator[None]:
+    """fp32 matmuls in IEEE fp32 even when the user allowed TF32
+    (``torch.set_float32_matmul_precision("high")``): exact search is exact."""
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous)
 
 
 def parse_dtype(dtype: torch.dtype | str) -> torch.dtype:
@@ -173,8 +201,7 @@ class ExactIndex(SearchIndex):
         """Chunked low-precision scan: corpus chunks outer (each upcast at
         most once), query batches inner, running top-k merged on device."""
         vectors, sq_norms = self._stored()
-        on_cuda = self.device.type == "cuda"
-        compute_dtype = self.dtype if on_cuda else torch.float32
+        compute_dtype = matmul_dtype(self.device, self.dtype, self.metric)
         rounded_queries = queries.to(self.dtype).to(compute_dtype)
         query_sq_norms = rounded_queries.float().square().sum(dim=1)
         upcast_row_bytes = 0 if compute_dtype == self.dtype else self.dim * 4
@@ -193,7 +220,8 @@ class ExactIndex(SearchIndex):
             chunk = vectors[doc_start:doc_stop].to(compute_dtype)
             for q_start in range(0, queries.shape[0], plan.query_batch):
                 rows = slice(q_start, q_start + plan.query_batch)
-                block = (rounded_queries[rows] @ chunk.T).float()
+                with ieee_fp32_matmul():
+                    block = torch.matmul(rounded_queries[rows], chunk.T).float()
                 if sq_norms is not None:
                     block.mul_(2).sub_(sq_norms[doc_start:doc_stop]).sub_(query_sq_norms[rows, None])
                     block.clamp_(max=0.0)
@@ -219,7 +247,8 @@ class ExactIndex(SearchIndex):
                 # Direct difference: more accurate than the norm expansion.
                 scores = -(docs - queries[rows, None, :]).square().sum(dim=2)
             else:
-                scores = torch.bmm(docs, queries[rows, :, None]).squeeze(2)
+                with ieee_fp32_matmul():
+                    scores = torch.bmm(docs, queries[rows, :, None]).squeeze(2)
             scores, positions = sort_by_score_then_index(scores, candidates[rows])
             out_scores.append(scores[:, :k])
             out_positions.append(positions[:, :k])

@@ -27,6 +27,9 @@ DEFAULT_QUERY_BATCH = 1024
 # Below this many rows per chunk the per-chunk overhead dominates, so the
 # planner shrinks the query batch instead of the chunk.
 MIN_PREFERRED_CHUNK = 4096
+# Elements per scoring block stay below 2^31: CUDA kernels that index with
+# 32-bit integers (scans, some reductions) are wrong or refuse past that.
+MAX_BLOCK_ELEMENTS = 2**31 - 1
 
 
 def memory_budget(device: torch.device, max_memory: int | None) -> int:
@@ -84,4 +87,8 @@ def plan_blocks(
             f"memory budget of {budget} bytes cannot hold one query against a "
             f"corpus chunk; raise max_memory or lower chunk_size"
         )
-    return BlockPlan(query_batch=min(batch, n_queries), corpus_chunk=min(chunk, n_docs))
+    batch, chunk = min(batch, n_queries), min(chunk, n_docs)
+    if batch * chunk > MAX_BLOCK_ELEMENTS:
+        chunk = max(1, MAX_BLOCK_ELEMENTS // max(batch, 1))
+        batch = min(batch, MAX_BLOCK_ELEMENTS // chunk)
+    return BlockPlan(query_batch=batch, corpus_chunk=chunk)

@@ -4,8 +4,11 @@ Order convention: results are sorted by score descending and, among equal
 scores, by index ascending. ``torch.topk`` guarantees neither which of several
 tied elements it keeps at the k-th boundary nor their order, so:
 
-* :func:`block_topk` detects rows whose k-th score is tied with an element
-  left out and redoes only those rows with a stable full sort;
+* :func:`block_topk` keeps the elements strictly above the k-th score (all of
+  them are in ``torch.topk``'s result) and fills the remaining slots with the
+  tied columns of smallest index, found by a second top-k over a tie key —
+  fixed shapes, no full sort, no host synchronisation, whatever the share of
+  tied rows (low-precision scores tie across the cut in most rows);
 * :func:`sort_by_score_then_index` orders candidates with two stable sorts
   (index ascending, then score descending), which keeps the index order among
   equal scores.
@@ -35,20 +38,27 @@ def block_topk(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     """Top-``min(k, n)`` per row of a ``(B, n)`` block, ties at the boundary
     resolved toward smaller column positions. Order within the result is
     unspecified (callers merge with :func:`sort_by_score_then_index`).
+
+    Temporaries beyond the block: one (B, n) int32 (int64 past 2^31 columns)
+    tie key and one (B, n) bool comparison; the rest is (B, k).
     """
-    k = min(k, scores.shape[1])
-    values, positions = torch.topk(scores, k, dim=1)
+    rows, n = scores.shape
+    k = min(k, n)
+    if k == n:
+        return scores.clone(), torch.arange(n, device=scores.device).expand(rows, n).contiguous()
+    values, positions = torch.topk(scores, k, dim=1, sorted=True)
     kth = values[:, -1:]
-    # More than k elements >= the k-th value means a tie straddles the cut and
-    # topk may have kept any of the tied columns.
-    straddling = ((scores >= kth).sum(dim=1) > k).nonzero().squeeze(1)
-    if straddling.numel():
-        sorted_values, sorted_positions = torch.sort(
-            scores[straddling], dim=1, descending=True, stable=True
-        )
-        values[straddling] = sorted_values[:, :k]
-        positions[straddling] = sorted_positions[:, :k]
-    return values, positions
+    n_above = (values > kth).sum(1, keepdim=True)
+    key_dtype = torch.int32 if n < 2**31 - 1 else torch.int64
+    # N - column on tied entries, 0 elsewhere: the largest keys are the tied
+    # columns of smallest index.
+    columns = torch.arange(n, 0, -1, device=scores.device, dtype=key_dtype)
+    tie_key = torch.where(scores == kth, columns, torch.zeros((), dtype=key_dtype, device=scores.device))
+    tied = n - torch.topk(tie_key, k, dim=1, sorted=True).values.to(torch.int64)  # ascending columns
+    slot = torch.arange(k, device=scores.device)
+    from_ties = tied.gather(1, (slot - n_above).clamp(min=0))
+    chosen = torch.where(slot < n_above, positions, from_ties)
+    return scores.gather(1, chosen), chosen
 
 
 def merge_topk(

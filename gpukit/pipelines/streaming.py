@@ -54,7 +54,7 @@ from gpukit.device import DeviceLike
 from gpukit.errors import DeviceError, GpukitError
 from gpukit.evaluation import compute_measures
 from gpukit.index.base import canonical_device
-from gpukit.index.topk import sort_by_score_then_index
+from gpukit.index.topk import block_topk, sort_by_score_then_index
 from gpukit.measures import Measure, MeasureLike, parse_measures
 from gpukit.ranking import RankedJudgments, form_ranking
 
@@ -68,27 +68,14 @@ STATE_COLUMNS = LIMBS + 2
 def ranked_positions(scores: torch.Tensor, k: int) -> torch.Tensor:
     """(B, k) column positions of each row's top k, by (score desc, column asc).
 
-    ``torch.topk`` keeps an arbitrary subset of values tied at the k-th
-    score. Here the values strictly above the k-th score come from topk (all
-    of them are in it), and the remaining slots are filled with the tied
-    columns of smallest index, found by a second top-k over a key that is
-    ``N - column`` on tied entries and 0 elsewhere. Fixed shapes throughout:
-    no host synchronisation.
+    :func:`~gpukit.index.topk.block_topk` picks the top k with ties at the
+    cut resolved toward smaller columns (fixed shapes, no host sync); then
+    they are ordered by (score desc, column asc).
     """
-    rows, n = scores.shape
-    if k >= n:
+    if k >= scores.shape[1]:
         return torch.sort(scores, dim=1, descending=True, stable=True).indices
-    values, positions = torch.topk(scores, k, dim=1, sorted=True)
-    kth = values[:, -1:]
-    n_above = (values > kth).sum(1, keepdim=True)
-    key_dtype = torch.int32 if n < 2**31 - 1 else torch.int64
-    columns = torch.arange(n, 0, -1, device=scores.device, dtype=key_dtype)  # N - column
-    tie_key = torch.where(scores == kth, columns, torch.zeros((), dtype=key_dtype, device=scores.device))
-    tied = n - torch.topk(tie_key, k, dim=1, sorted=True).values.to(torch.int64)  # ascending columns
-    slot = torch.arange(k, device=scores.device)
-    from_ties = tied.gather(1, (slot - n_above).clamp(min=0))
-    chosen = torch.where(slot < n_above, positions, from_ties)
-    return sort_by_score_then_index(scores.gather(1, chosen), chosen)[1]
+    values, chosen = block_topk(scores, k)
+    return sort_by_score_then_index(values, chosen)[1]
 
 
 def to_fixed_point(values: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,74 @@
+"""Exact search's device paths, checked on CPU: low-precision ties, block
+sizes under 2^31 elements, IEEE fp32 under a TF32 setting, L2's matmul dtype."""
+from __future__ import annotations
+
+import torch
+
+from gpukit.index import ExactIndex
+from gpukit.index.exact import matmul_dtype
+from gpukit.index.memory import MAX_BLOCK_ELEMENTS, plan_blocks
+from gpukit.index.topk import block_topk
+from op_budget import DeviceOpCounter
+
+
+def _reference_topk(scores: torch.Tensor, k: int) -> tuple[list, list]:
+    """Per row: the k best (score desc, column asc), plain Python."""
+    out_scores, out_cols = [], []
+    for row in scores.tolist():
+        order = sorted(range(len(row)), key=lambda j: (-row[j], j))[:k]
+        out_scores.append(sorted((row[j] for j in order), reverse=True))
+        out_cols.append(sorted(order))
+    return out_scores, out_cols
+
+
+def test_block_topk_with_bf16_rounded_scores_needs_no_full_sort():
+    """Scores rounded to the storage dtype tie across the k-th place in most
+    rows; the tie fill keeps fixed shapes instead of sorting those rows."""
+    g = torch.Generator().manual_seed(0)
+    queries = torch.nn.functional.normalize(torch.randn(64, 32, generator=g), dim=1)
+    docs = torch.nn.functional.normalize(torch.randn(2000, 32, generator=g), dim=1)
+    scores = (queries @ docs.T).to(torch.bfloat16).float()
+    for k in (10, 100):
+        with DeviceOpCounter() as count:
+            values, cols = block_topk(scores, k)
+        assert count.ops["aten.sort"] == 0 and count.syncs == 0, count.ops
+        want_scores, want_cols = _reference_topk(scores, k)
+        assert cols.sort(1).values.tolist() == want_cols
+        assert [sorted(r, reverse=True) for r in values.tolist()] == want_scores
+        tied_rows = sum(1 for row, v in zip(scores.tolist(), values.tolist()) if sum(x >= min(v) for x in row) > k)
+        assert tied_rows > 10  # the case the test is about does occur
+
+
+def test_blocks_stay_below_2_31_elements():
+    plan = plan_blocks(n_queries=7000, n_docs=8_800_000, bytes_per_score=12, bytes_per_doc_row=0, budget=70 * 2**30)
+    assert plan.query_batch * plan.corpus_chunk <= MAX_BLOCK_ELEMENTS
+    assert plan.query_batch >= 1 and plan.corpus_chunk >= 1
+
+
+def test_exact_fp32_search_ignores_a_tf32_setting(monkeypatch):
+    seen = []
+    original = torch.matmul
+
+    def recording(*args, **kwargs):
+        seen.append(torch.get_float32_matmul_precision())
+        return original(*args, **kwargs)
+
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        monkeypatch.setattr(torch, "matmul", recording)
+        index = ExactIndex(8, metric="ip", device="cpu")
+        index.add(torch.randn(50, 8))
+        index.search(torch.randn(3, 8), 5)
+        assert seen and set(seen) == {"highest"}
+        assert torch.get_float32_matmul_precision() == "high"  # the user's setting is restored
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+def test_l2_multiplies_in_fp32_on_every_device():
+    cuda = torch.device("cuda")
+    assert matmul_dtype(cuda, torch.bfloat16, "l2") == torch.float32
+    assert matmul_dtype(cuda, torch.float16, "l2") == torch.float32
+    assert matmul_dtype(cuda, torch.bfloat16, "ip") == torch.bfloat16
+    assert matmul_dtype(torch.device("cpu"), torch.bfloat16, "ip") == torch.float32
