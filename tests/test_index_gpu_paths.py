@@ -72,3 +72,23 @@ def test_l2_multiplies_in_fp32_on_every_device():
     assert matmul_dtype(cuda, torch.float16, "l2") == torch.float32
     assert matmul_dtype(cuda, torch.bfloat16, "ip") == torch.bfloat16
     assert matmul_dtype(torch.device("cpu"), torch.bfloat16, "ip") == torch.float32
+
+
+def test_exact_search_blocks_do_no_host_sync():
+    """On the meta device (the CUDA branch, no data): no sync, no host copy,
+    and no sort wider than a merge of two top-k sets in any block."""
+    index = ExactIndex(16, metric="ip", device="meta", dtype="bf16", max_memory=2**20)
+    index.add(torch.empty(20_000, 16, device="meta"))
+    queries = torch.empty(100, 16, device="meta")
+    widths = []
+
+    class SortWidths(DeviceOpCounter):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if str(func.overloadpacket) == "aten.sort":
+                widths.append(args[0].shape[-1])
+            return super().__torch_dispatch__(func, types, args, kwargs)
+
+    with SortWidths() as count:
+        index._scan(queries, 10)
+    assert count.syncs == 0 and count.host_to_device == 0 and count.device_to_host == 0
+    assert widths and max(widths) <= 20
