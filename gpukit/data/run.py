@@ -33,7 +33,7 @@ from gpukit.data.text_table import (
     string_codes,
 )
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.errors import DeviceError, InputFormatError
+from gpukit.errors import DeviceError, InputFormatError, UsageError
 
 Dedup = Literal["error", "max", "first"]
 
@@ -204,7 +204,7 @@ class Run:
         the scores are copied into the (Q, K) layout (to free them early).
         """
         if dedup not in ("error", "max", "first"):
-            raise ValueError(f"dedup must be 'error', 'max' or 'first', got {dedup!r}")
+            raise UsageError(f"dedup must be 'error', 'max' or 'first', got {dedup!r}")
         flat_scores = scores.pop() if isinstance(scores, list) else scores
         del scores
         # (Q, K) layout with each query's documents in file order, so "first" needs no sort.

@@ -27,15 +27,12 @@ import numpy as np
 import torch
 
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.errors import DeviceError, GpukitError
+# IndexUsageError is defined in gpukit.errors and still importable from here.
+from gpukit.errors import DeviceError, IndexFileError, IndexUsageError
 
 METRICS: tuple[str, ...] = ("ip", "cosine", "l2")
 # Bumped when the layout of saved files changes incompatibly.
 SAVE_FORMAT_VERSION = 1
-
-
-class IndexUsageError(GpukitError, ValueError):
-    """A search index was called with arguments it cannot honour."""
 
 
 def canonical_device(device: DeviceLike) -> torch.device:

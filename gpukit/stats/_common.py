@@ -13,13 +13,9 @@ from typing import Any
 
 import torch
 
-from gpukit.errors import GpukitError
+from gpukit.errors import StatsError  # re-exported: imported from here by the stats modules
 
 ArrayLike = Any  # torch.Tensor, numpy array or nested sequence of floats
-
-
-class StatsError(GpukitError, ValueError):
-    """Invalid input to a statistical test or comparison."""
 
 
 def as_float64(x: ArrayLike) -> torch.Tensor:
