@@ -66,6 +66,16 @@ def test_old_import_paths_reexport_the_errors_module_classes(module: str, name: 
     assert issubclass(cls, errors.GpukitError) and issubclass(cls, ValueError)
 
 
+@pytest.mark.parametrize("device", ["bogus", "cuda:abc", "cuda:-1x"])
+def test_unparsable_device_is_a_device_error(device: str) -> None:
+    from gpukit.device import resolve_device
+
+    with pytest.raises(errors.DeviceError, match="device"):
+        resolve_device(device)
+    with pytest.raises(errors.DeviceError):
+        Run.from_dict({"q1": {"d1": 1.0}}).to(device)
+
+
 def _tiny() -> tuple[Qrels, Run]:
     qrels = Qrels.from_dict({"q1": {"d1": 1, "d2": 0}})
     run = Run.from_dict({"q1": {"d1": 2.0, "d2": 1.0}})

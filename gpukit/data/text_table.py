@@ -316,6 +316,8 @@ def read_table(
     source = os.fspath(path)
     if not os.path.exists(source):
         raise InputFormatError(source, None, "no such file")
+    if os.path.isdir(source):
+        raise InputFormatError(source, None, "is a directory, not a file")
     opener = _opener_for(source)
     wanted = [c.name for c in columns if c.kind != "skip"]
     convert = pacsv.ConvertOptions(
