@@ -137,3 +137,15 @@ def test_from_pandas_of_a_non_dataframe_is_a_gpukit_type_error() -> None:
     with pytest.raises(errors.GpukitError, match="DataFrame") as info:
         Run.from_pandas([("q1", "d1", 1.0)])
     assert isinstance(info.value, TypeError)
+
+
+def test_resample_count_and_seed_are_bounded_before_any_allocation() -> None:
+    from gpukit.stats import StatsError, paired_bootstrap, paired_randomization_test
+
+    a, b = [0.1, 0.5, 0.3], [0.2, 0.1, 0.3]
+    # 10**11 resamples would allocate 800 GB of bootstrap sums; the bound comes first.
+    for test in (paired_bootstrap, paired_randomization_test):
+        with pytest.raises(StatsError, match="n_resamples"):
+            test(a, b, n_resamples=10**11)
+        with pytest.raises(StatsError, match="seed"):
+            test(a, b, n_resamples=10, seed=2**64)
