@@ -23,3 +23,27 @@ class MeasureError(GpukitError, ValueError):
 
 class DeviceError(GpukitError, RuntimeError):
     """A tensor is on the wrong device, or a requested device is unavailable."""
+
+
+class UsageError(GpukitError, ValueError):
+    """An argument or option outside the values gpukit accepts (e.g. ``max_depth=0``)."""
+
+
+class UsageTypeError(GpukitError, TypeError):
+    """An argument of a type gpukit does not accept."""
+
+
+class IndexUsageError(UsageError):
+    """A search index was called with arguments it cannot honour."""
+
+
+class IndexFileError(IndexUsageError):
+    """A saved index file that cannot be used: unreadable, truncated, corrupt or inconsistent."""
+
+
+class EncoderError(GpukitError, ValueError):
+    """An encoder returned something that is not an (n, d) embedding matrix."""
+
+
+class StatsError(UsageError):
+    """Invalid input to a statistical test or comparison."""

@@ -18,11 +18,13 @@ from gpukit.data.doc_space import sorted_distinct, translate_keys
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run, ranking_permutation, row_slices, unranked_rows
 from gpukit.data.text_table import arrow_indices, lookup_codes
-from gpukit.errors import InputFormatError
+from gpukit.errors import InputFormatError, UsageError
 from gpukit.metrics.binary import row_counts
 
 #: Grade of a retrieved document absent from the qrels (and of padding).
 NOT_JUDGED = -(2**31)
+#: Largest max_depth an int64 tensor comparison can hold.
+INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -112,8 +114,9 @@ def form_ranking(
     topic_rows = torch.from_numpy(row_of_query[topics]).to(device)
     in_run = topic_rows >= 0
 
-    if max_depth is not None and max_depth < 1:
-        raise ValueError(f"max_depth must be >= 1, got {max_depth}")
+    if max_depth is not None and not 1 <= max_depth <= INT64_MAX:
+        # Depths are compared with int64 tensors, so a larger one cannot even be represented.
+        raise UsageError(f"max_depth must be between 1 and {INT64_MAX}, got {max_depth}")
     # Every run row is a topic, in order (the usual case): rows are read in place.
     identity = len(topics) == run.num_queries and np.array_equal(row_of_query[topics], np.arange(len(topics)))
     safe_rows = topic_rows.clamp(min=0)

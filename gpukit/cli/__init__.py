@@ -43,8 +43,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except GpukitError as exc:
-        print(f"gpukit: error: {exc}", file=sys.stderr)
+    except (GpukitError, OSError, OverflowError) as exc:
+        # OSError: a file that cannot be read or written; OverflowError: a number
+        # too large for a tensor. Both are bad input: one line, no traceback.
+        message = " ".join(str(exc).split("\n"))
+        if isinstance(exc, OverflowError):
+            message = f"a number in the options or input is too large ({message})"
+        print(f"gpukit: error: {message}", file=sys.stderr)
         return 2
 
 

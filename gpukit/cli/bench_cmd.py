@@ -20,6 +20,7 @@ import argparse
 import sys
 from typing import Any
 
+from gpukit.cli._options import check_output_path, device_name, seed
 from gpukit.cli.search_cmd import load_embeddings, read_ids
 from gpukit.data.qrels import Qrels
 from gpukit.device import resolve_device
@@ -61,12 +62,12 @@ def register(subparsers: Any) -> None:
     data.add_argument("--qrels", help="TREC qrels for nDCG@10 (ids: --doc-ids/--query-ids, default row numbers)")
     data.add_argument("--doc-ids", help="one doc id per line (default: row numbers)")
     data.add_argument("--query-ids", help="one query id per line (default: row numbers)")
-    data.add_argument("--seed", type=int, default=0, help="seed of --synthetic")
+    data.add_argument("--seed", type=seed, default=0, help="seed of --synthetic")
     idx = p.add_argument_group("index")
     idx.add_argument("--index", default="exact", help="'exact' or a faiss factory string, e.g. 'IVF1024,Flat', 'HNSW32'")
     idx.add_argument("--metric", choices=("ip", "cosine", "l2"), default="ip")
     idx.add_argument("--dtype", choices=DTYPES, default="fp32", help="storage of the exact index")
-    idx.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    idx.add_argument("--device", type=device_name, default="auto", help="auto, cpu, cuda or cuda:N")
     idx.add_argument("-k", type=int, default=10, help="results per query; recall@k is measured (default 10)")
     idx.add_argument("--nprobe", type=int, help="IVF lists visited (faiss IVF)")
     idx.add_argument("--ef-search", type=int, help="HNSW search breadth (faiss HNSW)")
@@ -130,8 +131,10 @@ def run_bench(args: argparse.Namespace) -> int:
     """Load data, measure, print the report; returns the exit code."""
     if args.k < 1 or args.repeats < 1 or args.warmup < 0 or args.latency_budget < 0:
         raise GpukitError("-k and --repeats must be >= 1; --warmup and --latency-budget >= 0")
-    # Fail on an unavailable device before loading or generating data.
+    # Fail on an unavailable device or unwritable output before loading or generating data.
     resolve_device(args.device)
+    for path, option in ((args.output, "--output"), (args.pareto_json, "--pareto-json"), (args.pareto_png, "--pareto-png")):
+        check_output_path(path, option)
     data = _load_data(args)
     grids = {
         name: values

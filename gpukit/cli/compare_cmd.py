@@ -10,11 +10,13 @@ import json
 import os
 import sys
 
+from gpukit.cli._options import check_output_path, device_name, grade, seed
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import resolve_device
 from gpukit.stats import TESTS, compare, plot_differences
 from gpukit.stats._common import StatsError
+from gpukit.stats.compare import ComparisonSettings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--test", choices=TESTS, default="randomization", help="significance test (default randomization)")
     p.add_argument("--n-resamples", type=int, default=10000,
                    help="randomization / bootstrap resamples (default 10000)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling stream (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the resampling stream (default 0)")
     p.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
                    help="multiple-testing correction per measure (default holm)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
@@ -42,8 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="baseline run: its file name (or path as given); default the first run")
     p.add_argument("--format", choices=["table", "json", "latex"], default="table")
     p.add_argument("--plot", metavar="FILE", help="write a PNG of sorted per-query differences")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda[:n] (default auto; results do not depend on it)")
-    p.add_argument("-l", "--relevance-level", type=int, default=None,
+    p.add_argument("--device", type=device_name, default="auto", help="auto, cpu or cuda[:n] (default auto; results do not depend on it)")
+    p.add_argument("-l", "--relevance-level", type=grade, default=None,
                    help="grade counted as relevant by binary measures (default 1)")
     p.set_defaults(func=run_compare)
 
@@ -68,12 +70,16 @@ def run_compare(args: argparse.Namespace) -> int:
         if baseline not in by_path:
             raise StatsError(f"--baseline {baseline!r} matches none of the runs: {', '.join(names)}")
         baseline = by_path[baseline]
+    correction = None if args.correction == "none" else args.correction
+    # Every option is checked before the (possibly large) files are read.
+    ComparisonSettings(baseline, args.test, args.n_resamples, args.seed, correction, args.alpha, args.confidence, args.risk_alpha)
+    check_output_path(args.plot, "--plot")
     device = resolve_device(args.device)
     qrels = Qrels.from_trec(args.qrels)
     runs = {name: Run.from_trec(path, name=name) for name, path in zip(names, args.runs)}
     table = compare(
         qrels, runs, args.measures, baseline=baseline, test=args.test, n_resamples=args.n_resamples,
-        seed=args.seed, correction=None if args.correction == "none" else args.correction, alpha=args.alpha,
+        seed=args.seed, correction=correction, alpha=args.alpha,
         device=device, confidence=args.confidence, risk_alpha=args.risk_alpha,
         relevance_level=args.relevance_level,
     )

@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from gpukit.cli._options import bounded_int, device_name
 from gpukit.data.run import Run
 from gpukit.datasets import load_scifact, scifact_run_path
 from gpukit.device import resolve_device
@@ -35,14 +36,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda[:n] (default auto)")
+    p.add_argument("--device", type=device_name, default="auto", help="auto, cpu or cuda[:n] (default auto)")
     p.add_argument("--precomputed", action="store_true", help="evaluate the bundled precomputed run instead of encoding")
     p.add_argument(
         "-m", "--measure", action="append", dest="measures", metavar="MEASURE",
         help=f"measure name (repeatable; default: {' '.join(DEFAULT_MEASURES)})",
     )
     p.add_argument("--format", choices=["table", "json"], default="table")
-    p.add_argument("--batch-size", type=int, default=64, help="texts per encoder batch (default 64)")
+    p.add_argument("--batch-size", type=bounded_int(1, 2**31 - 1), default=64, help="texts per encoder batch (default 64)")
     p.add_argument("--cache-dir", default=None, help="cache the corpus embeddings here (re-runs skip encoding)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run_demo)

@@ -7,6 +7,7 @@ import sys
 
 import torch
 
+from gpukit.cli._options import device_name, grade, positive_int64
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import resolve_device
@@ -29,13 +30,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="measure name: nDCG@10, P(rel=2)@5, AP, RR@10, ... or trec_eval/ranx aliases "
         f"(repeatable; default: {' '.join(DEFAULT_MEASURES)})",
     )
-    p.add_argument("-l", "--relevance-level", type=int, default=None, help="grade counted as relevant by binary measures (default 1)")
+    p.add_argument("-l", "--relevance-level", type=grade, default=None, help="grade counted as relevant by binary measures (default 1)")
     p.add_argument("--convention", choices=["gpukit", "trec_eval"], default="gpukit")
     p.add_argument("-c", "--complete", action="store_true", default=None, help="score qrels topics missing from the run as 0 (trec_eval -c)")
-    p.add_argument("-M", "--max-depth", type=int, default=None, help="only the top N documents of each ranking count (trec_eval -M)")
+    p.add_argument("-M", "--max-depth", type=positive_int64, default=None, help="only the top N documents of each ranking count (trec_eval -M)")
     p.add_argument("-q", "--per-query", action="store_true", help="also print per-query values")
     p.add_argument("--format", choices=["table", "json", "trec"], default="table")
-    p.add_argument("--device", default="cpu", help="auto, cpu or cuda[:n] (default cpu)")
+    p.add_argument("--device", type=device_name, default="cpu", help="auto, cpu or cuda[:n] (default cpu)")
     p.add_argument("--score-precision", choices=["float64", "float32"], default="float64", help="precision in which scores are compared when sorting")
     p.add_argument("--dedup", choices=["error", "max", "first"], default="error", help="what to do with a document retrieved twice for a query")
     p.set_defaults(func=run_eval)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from gpukit.cli._options import check_output_path, device_name
 from gpukit.errors import InputFormatError
 from gpukit.index import ExactIndex, FaissIndex, IndexUsageError, SearchIndex
 
@@ -37,7 +38,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--dtype", choices=("fp32", "fp16", "bf16"), default="fp32", help="storage dtype of --index exact"
     )
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    parser.add_argument("--device", type=device_name, default="auto", help="auto, cpu, cuda or cuda:N")
     parser.add_argument("--nprobe", type=int, help="IVF lists to visit (faiss IVF indexes)")
     parser.add_argument("--ef-search", type=int, help="HNSW search breadth (faiss HNSW indexes)")
     parser.add_argument("--run-name", default="gpukit", help="last column of the run file")
@@ -48,6 +49,7 @@ def run_search(args: argparse.Namespace) -> int:
     """Load, index, search and write the run; returns the exit code."""
     if any(ch.isspace() for ch in args.run_name) or not args.run_name:
         raise IndexUsageError(f"--run-name must be one non-empty word; got {args.run_name!r}")
+    check_output_path(args.out, "--out")
     corpus = load_embeddings(args.corpus)
     queries = load_embeddings(args.queries)
     if corpus.shape[1] != queries.shape[1]:
@@ -59,6 +61,13 @@ def run_search(args: argparse.Namespace) -> int:
     # The user chose the device, so moving the loaded arrays there is explicit.
     index.add(corpus.to(index.device))
     scores, positions = index.search(queries.to(index.device), args.k, **search_options)
+    # Finite inputs can still overflow (fp16 storage, huge values); a run file
+    # must not carry inf/nan scores, which trec_eval would rank arbitrarily.
+    overflow = torch.nonzero(~torch.isfinite(scores) & (positions >= 0))
+    if overflow.numel():
+        row = int(overflow[0, 0])
+        problem = f"query row {row} scores {float(scores[row, int(overflow[0, 1])])}: the embeddings overflow float32 or --dtype {args.dtype}"
+        raise InputFormatError(args.queries, None, problem)
     write_trec_run(args.out, query_ids, doc_ids, scores, positions, args.run_name)
     return 0
 
@@ -77,29 +86,55 @@ def build_index(args: argparse.Namespace, dim: int) -> tuple[SearchIndex, dict[s
 
 
 def load_embeddings(path: str) -> torch.Tensor:
-    """A 2-D numeric .npy file as a float32 CPU tensor."""
+    """A 2-D numeric .npy file of finite values as a float32 CPU tensor."""
     try:
         array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError) as exc:
         raise InputFormatError(path, None, f"cannot read .npy: {exc}") from exc
+    if isinstance(array, np.lib.npyio.NpzFile):  # np.load opens .npz archives too
+        array.close()
+        raise InputFormatError(path, None, "a .npz archive; save one (N, d) array with numpy.save as .npy")
     numeric = np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)
     if array.ndim != 2 or not numeric:
         raise InputFormatError(path, None, f"expected a 2-D numeric array; got {array.dtype} {array.shape}")
-    return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
+    with np.errstate(over="ignore"):  # values past float32's range become inf, reported below
+        tensor = torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
+    bad = torch.nonzero(~torch.isfinite(tensor))
+    if bad.numel():
+        row, col = (int(x) for x in bad[0])
+        raise InputFormatError(path, None, f"row {row} (from 0), column {col}: {float(array[row, col])} is not a finite float32")
+    return tensor
 
 
 def read_ids(path: str | None, rows: int) -> list[str]:
-    """Ids from a file with one id per line, or the row numbers when ``path`` is None."""
+    """Distinct ids from a UTF-8 file with one id per line (``\\n`` or ``\\r\\n``
+    ends a line), or the row numbers when ``path`` is None."""
     if path is None:
         return [str(row) for row in range(rows)]
     try:
-        with open(path, encoding="utf-8") as handle:
-            ids = handle.read().splitlines()
+        with open(path, "rb") as handle:
+            data = handle.read()
     except OSError as exc:
-        raise InputFormatError(path, None, f"cannot read ids: {exc}") from exc
+        raise InputFormatError(path, None, f"cannot read ids: {exc.strerror or exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputFormatError(path, line, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if text.startswith("\ufeff"):
+        # The BOM would otherwise become part of the first id and never match the qrels.
+        raise InputFormatError(path, 1, "starts with a UTF-8 byte-order mark; save the file without it")
+    ids = text.split("\n")
+    if ids and ids[-1] == "":
+        ids.pop()
+    ids = [value.removesuffix("\r") for value in ids]
+    first_line: dict[str, int] = {}
     for line, value in enumerate(ids, start=1):
         if not value or value != value.strip() or len(value.split()) != 1:
             raise InputFormatError(path, line, f"an id must be one word without spaces; got {value!r}")
+        if value in first_line:
+            raise InputFormatError(path, line, f"id {value!r} repeats line {first_line[value]}; ids must be distinct")
+        first_line[value] = line
     if len(ids) != rows:
         raise InputFormatError(path, None, f"{len(ids)} ids for {rows} embedding rows")
     return ids

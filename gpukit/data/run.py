@@ -33,7 +33,7 @@ from gpukit.data.text_table import (
     string_codes,
 )
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.errors import DeviceError, InputFormatError
+from gpukit.errors import DeviceError, InputFormatError, UsageError
 
 Dedup = Literal["error", "max", "first"]
 
@@ -163,9 +163,14 @@ class Run:
 
         ``scores`` and ``doc_indices`` are (Q, K) tensors on one device as
         returned by a search; ``doc_indices`` index ``doc_ids`` (the corpus in
-        index order) and may hold -1 for "no result" (FAISS). Corpus positions
-        are mapped to doc keys by one on-device gather, and rows not already
-        in ranking order are sorted; no per-query Python structure is built.
+        index order) and may hold -1 for "no result" (FAISS); any other
+        negative index is an error. A row that is all -1 is left out of the
+        run, as the TREC file written from the same output has no line for
+        it: trec_eval then drops that query (or, with ``-c`` /
+        ``complete=True``, scores it as an empty ranking), and so does
+        evaluating this run. Corpus positions are mapped to doc keys by one
+        on-device gather, and rows not already in ranking order are sorted;
+        no per-query Python structure is built.
         """
         scores = torch.as_tensor(scores)
         doc_indices = torch.as_tensor(doc_indices)
@@ -184,13 +189,23 @@ class Run:
         idx = doc_indices.to(torch.int64)
         if idx.numel() and int(idx.max()) >= len(key_of_position):
             raise InputFormatError(name, None, f"doc index {int(idx.max())} out of range for {len(key_of_position)} doc ids")
-        valid = idx >= 0
-        codes = torch.where(valid, key_t[idx.clamp(min=0)], torch.full_like(idx, -1))
-        if torch.isnan(scores).any():
-            raise InputFormatError(name, None, "scores contain NaN")
+        if idx.numel() and int(idx.min()) < -1:
+            row = int(torch.nonzero((idx < -1).any(1))[0])
+            raise InputFormatError(name, None, f"row {row}: doc index {int(idx[row].min())}; only -1 may mark a missing result")
         qids = pa.array([str(q) for q in query_ids], pa.string())
         if len(qids) > 1 and pc.count_distinct(qids).as_py() != len(qids):
             raise InputFormatError(name, None, "query_ids contains duplicates")
+        valid = idx >= 0
+        answered = valid.any(1)
+        if not bool(answered.all()):
+            if not bool(answered.any()):
+                raise InputFormatError(name, None, "no result in any row (every doc index is -1)")
+            kept = torch.nonzero(answered).flatten()
+            idx, valid, scores = idx[kept], valid[kept], scores[kept]
+            qids = qids.take(arrow_indices(kept.cpu().numpy()))
+        codes = torch.where(valid, key_t[idx.clamp(min=0)], torch.full_like(idx, -1))
+        if torch.isnan(scores).any():
+            raise InputFormatError(name, None, "scores contain NaN")
         _check_no_duplicates(codes, qids, space, name, None, None)
         ranked_scores = scores.clone()  # the caller's tensor is left as it is
         rank_rows_inplace(codes, ranked_scores)
@@ -204,7 +219,7 @@ class Run:
         the scores are copied into the (Q, K) layout (to free them early).
         """
         if dedup not in ("error", "max", "first"):
-            raise ValueError(f"dedup must be 'error', 'max' or 'first', got {dedup!r}")
+            raise UsageError(f"dedup must be 'error', 'max' or 'first', got {dedup!r}")
         flat_scores = scores.pop() if isinstance(scores, list) else scores
         del scores
         # (Q, K) layout with each query's documents in file order, so "first" needs no sort.

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from gpukit.errors import InputFormatError
+from gpukit.errors import InputFormatError, UsageError, UsageTypeError
 
 BLOCK_BYTES = 64 << 20
 
@@ -316,6 +316,8 @@ def read_table(
     source = os.fspath(path)
     if not os.path.exists(source):
         raise InputFormatError(source, None, "no such file")
+    if os.path.isdir(source):
+        raise InputFormatError(source, None, "is a directory, not a file")
     opener = _opener_for(source)
     wanted = [c.name for c in columns if c.kind != "skip"]
     convert = pacsv.ConvertOptions(
@@ -516,9 +518,9 @@ def _string_chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
             chunk = chunk.dictionary_decode()
         if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)
                 or pa.types.is_binary(chunk.type) or pa.types.is_large_binary(chunk.type)):
-            raise TypeError(f"expected a string column, got {chunk.type}")
+            raise UsageTypeError(f"expected a string column, got {chunk.type}")
         if chunk.null_count:
-            raise ValueError("string column contains nulls")
+            raise UsageError("string column contains nulls")
         if pa.types.is_binary(chunk.type) or pa.types.is_large_binary(chunk.type):
             chunk = chunk.cast(pa.string() if pa.types.is_binary(chunk.type) else pa.large_string())
         if len(chunk):
@@ -897,7 +899,7 @@ def pandas_columns(df, columns: dict[str, str], who: str, source: str, ids: Sequ
     except ImportError as exc:  # pragma: no cover - pandas absent
         raise ImportError(f"{who} needs pandas (pip install pandas)") from exc
     if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"{who} expects a pandas DataFrame, got {type(df).__name__}")
+        raise UsageTypeError(f"{who} expects a pandas DataFrame, got {type(df).__name__}")
     present = [str(c) for c in df.columns]
     out: dict[str, pa.Array] = {}
     for role, name in columns.items():

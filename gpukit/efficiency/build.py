@@ -23,6 +23,7 @@ import torch
 
 from gpukit.efficiency.specs import IndexSpec
 from gpukit.efficiency.timing import time_call
+from gpukit.errors import EncoderError
 from gpukit.index import FaissIndex, SearchIndex
 
 GRAPH_MARKERS = ("HNSW", "NSG")
@@ -69,7 +70,7 @@ def time_encoding(
     seconds, embeddings = time_call(lambda: encoder(texts), device)
     tensor = torch.as_tensor(embeddings)
     if tensor.ndim != 2 or tensor.shape[0] != len(texts):
-        raise ValueError(f"encoder returned shape {tuple(tensor.shape)} for {len(texts)} texts; expected (N, d)")
+        raise EncoderError(f"encoder returned shape {tuple(tensor.shape)} for {len(texts)} texts; expected (N, d)")
     return tensor.float(), BuildStage("encode", seconds, f"encoder over {len(texts)} corpus texts")
 
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from gpukit.errors import UsageError
+
 J_PER_KWH = 3.6e6
 
 
@@ -75,7 +77,7 @@ class Prices:
         for name in ("hardware_per_hour", "power_per_kwh"):
             value = getattr(self, name)
             if value is not None and not value >= 0:
-                raise ValueError(f"{name} must be a non-negative number; got {value!r}")
+                raise UsageError(f"{name} must be a non-negative number; got {value!r}")
 
 
 def _line(value: float | None, formula: str, reason: str | None) -> dict[str, Any]:

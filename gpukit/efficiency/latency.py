@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from gpukit.efficiency.timing import percentiles, time_call
+from gpukit.errors import UsageError
 
 DEFAULT_BATCH_SIZES: tuple[int, ...] = (1, 32, 256, 4096)
 
@@ -40,9 +41,9 @@ class LatencyStats:
 def clip_batch_sizes(batch_sizes: Sequence[int], n_queries: int) -> list[int]:
     """Batch sizes capped at the number of queries, deduplicated, ascending."""
     if n_queries < 1:
-        raise ValueError("no queries to time")
+        raise UsageError("no queries to time")
     if not batch_sizes or any(int(b) < 1 for b in batch_sizes):
-        raise ValueError(f"batch sizes must be positive integers; got {list(batch_sizes)}")
+        raise UsageError(f"batch sizes must be positive integers; got {list(batch_sizes)}")
     return sorted({min(int(b), n_queries) for b in batch_sizes})
 
 

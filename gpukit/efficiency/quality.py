@@ -20,6 +20,7 @@ import torch
 
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
+from gpukit.errors import UsageError
 from gpukit.evaluation import evaluate
 from gpukit.index import ExactIndex, recall_at_k
 
@@ -73,7 +74,7 @@ def quality_point(
     ndcg, reason = None, "no judgments given (--qrels, or --synthetic)"
     if qrels is not None:
         if query_ids is None or doc_ids is None:
-            raise ValueError("nDCG@10 needs query_ids and doc_ids next to qrels")
+            raise UsageError("nDCG@10 needs query_ids and doc_ids next to qrels")
         run = Run.from_topk(scores, indices, list(query_ids), list(doc_ids), name="bench")
         ndcg = evaluate(qrels, run, [NDCG])[NDCG].mean
         reason = None if k >= 10 else f"ranking depth k={k} < 10: nDCG@10 of the top {k} only"

@@ -19,6 +19,7 @@ Because vectors are unit length, ``ip`` and ``cosine`` rank identically.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import torch
@@ -56,6 +57,14 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return values  # type: ignore[return-value]
 
 
+def _physical_memory_bytes() -> int:
+    """Physical memory (POSIX sysconf), or the int64 maximum where unknown."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 2**63 - 1
+
+
 def synthetic_dataset(n: int, q: int, d: int, clusters: int | None = None, seed: int = 0) -> SyntheticData:
     """``n`` documents, ``q`` queries of dimension ``d`` (CPU float32 tensors).
 
@@ -63,6 +72,14 @@ def synthetic_dataset(n: int, q: int, d: int, clusters: int | None = None, seed:
     """
     if min(n, q, d) < 1:
         raise GpukitError(f"synthetic sizes must be positive; got N={n}, Q={q}, D={d}")
+    # The float32 corpus and queries alone; checked up front because torch
+    # reports a failed allocation (or a size past int64) with a C++ trace.
+    needed = (n + q) * d * 4
+    if needed > _physical_memory_bytes():
+        raise GpukitError(
+            f"synthetic N={n}, Q={q}, D={d} needs {needed / 2**30:,.1f} GiB of float32 embeddings, "
+            f"more than this machine's {_physical_memory_bytes() / 2**30:,.1f} GiB of memory"
+        )
     c = clusters or max(1, min(4096, round(math.sqrt(n))))
     gen = torch.Generator().manual_seed(seed)
     centres = torch.randn(c, d, generator=gen)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import torch
 
 from gpukit.efficiency.timing import median, time_call
+from gpukit.errors import UsageError
 
 
 @dataclass
@@ -53,7 +54,7 @@ def measure_throughput(
 ) -> ThroughputResult:
     """Time ``search(queries)`` ``repeats`` times after ``warmup`` calls."""
     if repeats < 1:
-        raise ValueError(f"repeats must be >= 1; got {repeats}")
+        raise UsageError(f"repeats must be >= 1; got {repeats}")
     for _ in range(warmup):
         time_call(lambda: search(queries), device)
     seconds, output = [], None

@@ -14,6 +14,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from gpukit.errors import UsageError
+
 #: How each timer measures, as stated in reports.
 CUDA_TIMER = "CUDA events around the call, device synchronised before the closing event"
 CPU_TIMER = "time.perf_counter around the call"
@@ -56,7 +58,7 @@ def percentiles(samples: Sequence[float], qs: Sequence[float] = (50, 95, 99)) ->
     ``x_(h)`` interpolated at ``h = (n - 1) q / 100``, so p50 <= p95 <= p99.
     """
     if not samples:
-        raise ValueError("percentiles of an empty sample")
+        raise UsageError("percentiles of an empty sample")
     return [float(v) for v in np.percentile(np.asarray(samples, dtype=np.float64), list(qs))]
 
 

@@ -27,15 +27,12 @@ import numpy as np
 import torch
 
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.errors import DeviceError, GpukitError
+# IndexUsageError is defined in gpukit.errors and still importable from here.
+from gpukit.errors import DeviceError, IndexFileError, IndexUsageError
 
 METRICS: tuple[str, ...] = ("ip", "cosine", "l2")
 # Bumped when the layout of saved files changes incompatibly.
 SAVE_FORMAT_VERSION = 1
-
-
-class IndexUsageError(GpukitError, ValueError):
-    """A search index was called with arguments it cannot honour."""
 
 
 def canonical_device(device: DeviceLike) -> torch.device:
@@ -83,13 +80,40 @@ def as_device_tensor(data: Any, device: torch.device, name: str) -> torch.Tensor
 
 
 def as_matrix(data: Any, dim: int, device: torch.device, name: str) -> torch.Tensor:
-    """Validate a ``(n, dim)`` floating-point matrix on ``device``."""
+    """Validate a ``(n, dim)`` floating-point matrix of finite values on ``device``."""
     tensor = as_device_tensor(data, device, name)
     if tensor.ndim != 2 or tensor.shape[1] != dim:
         raise IndexUsageError(f"{name} must have shape (n, {dim}); got {tuple(tensor.shape)}")
     if not tensor.is_floating_point():
         raise IndexUsageError(f"{name} must be floating point; got {tensor.dtype}")
+    check_finite(tensor, name, IndexUsageError)
     return tensor
+
+
+def check_finite(tensor: torch.Tensor, name: str, error: type[IndexUsageError]) -> None:
+    """Raise ``error`` naming the first row holding NaN or infinity.
+
+    Such a vector scores NaN or inf, and top-k would rank it first (NaN
+    compares as the largest value in ``torch.topk``).
+    """
+    bad = ~torch.isfinite(tensor)
+    if bool(bad.any()):  # one device sync; the row lookup runs only on error
+        row = int(torch.nonzero(bad.any(dim=1))[0])
+        raise error(f"{name} row {row} (from 0) holds NaN or infinity")
+
+
+def state_tensor(
+    state: dict[str, Any], key: str, shape: tuple[int, ...], dtypes: Sequence[torch.dtype]
+) -> torch.Tensor:
+    """``state[key]`` if it is a tensor of ``shape`` (-1: any size) and one of ``dtypes``."""
+    value = state.get(key)
+    if not isinstance(value, torch.Tensor):
+        raise IndexFileError(f"{key} is {type(value).__name__}, not a tensor")
+    fits = value.ndim == len(shape) and all(want in (-1, got) for want, got in zip(shape, value.shape))
+    if not fits or value.dtype not in dtypes:
+        wanted = ", ".join(str(d).removeprefix("torch.") for d in dtypes)
+        raise IndexFileError(f"{key} is {value.dtype} {tuple(value.shape)}; expected {wanted} of shape {shape}")
+    return value
 
 
 def check_k(k: int, ntotal: int) -> int:
@@ -198,17 +222,37 @@ class SearchIndex(abc.ABC):
         DeviceError if it is unavailable here); pass ``"cpu"`` etc. to move.
         ``SearchIndex.load`` dispatches on the stored kind; a subclass's
         ``load`` insists on its own kind.
+
+        The file is checked before use: unreadable, truncated or corrupt
+        files, and states whose fields disagree (shapes, dtypes, ids, norms),
+        are an :class:`IndexFileError` naming the file.
         """
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            # weights_only: the unpickler builds only tensors and plain
+            # containers, so loading a file can never run code from it.
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # torch reports damaged files with many exception types
+            reason = str(exc).split("\n", 1)[0]
+            raise IndexFileError(f"{path}: not a readable index file ({type(exc).__name__}: {reason})") from exc
         kind = state.get("kind") if isinstance(state, dict) else None
         if kind not in SearchIndex._registry or state.get("format_version") != SAVE_FORMAT_VERSION:
-            raise IndexUsageError(f"{path}: not a gpukit index file (format {SAVE_FORMAT_VERSION})")
+            raise IndexFileError(f"{path}: not a gpukit index file (format {SAVE_FORMAT_VERSION})")
         target = SearchIndex._registry[kind]
         if not issubclass(target, cls):
-            raise IndexUsageError(f"{path}: holds a {kind}, not a {cls.__name__}")
-        index = target._from_state(state, state["device"] if device is None else device)
-        if state["external_ids"] is not None:
-            index._external_ids = state["external_ids"].to(index.device)
+            raise IndexFileError(f"{path}: holds a {kind}, not a {cls.__name__}")
+        try:
+            dim, external = state.get("dim"), state.get("external_ids")
+            if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+                raise IndexFileError(f"dim is {dim!r}, not a positive int")
+            check_metric(state.get("metric"))
+            if not isinstance(state.get("device"), str):
+                raise IndexFileError(f"device is {state.get('device')!r}, not a device name")
+            index = target._from_state(state, state["device"] if device is None else device)
+            if external is not None:
+                external = state_tensor(state, "external_ids", (index.ntotal,), (torch.int64,))
+                index._external_ids = external.to(index.device)
+        except IndexUsageError as exc:  # includes the constructors' checks of tampered settings
+            raise IndexFileError(f"{path}: inconsistent index file: {exc}") from exc
         return index
 
     def __repr__(self) -> str:

@@ -35,7 +35,16 @@ import torch
 import torch.nn.functional as F
 
 from gpukit.device import DeviceLike
-from gpukit.index.base import IndexUsageError, SearchIndex, canonical_device, check_k, check_metric
+from gpukit.errors import IndexFileError
+from gpukit.index.base import (
+    IndexUsageError,
+    SearchIndex,
+    canonical_device,
+    check_finite,
+    check_k,
+    check_metric,
+    state_tensor,
+)
 from gpukit.index.memory import memory_budget, plan_blocks
 from gpukit.index.topk import block_topk, empty_topk, merge_topk, sort_by_score_then_index
 
@@ -54,6 +63,9 @@ STORAGE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 BYTES_PER_SCORE = 12
 # Rows per step when computing squared norms, to bound the fp32 temporary.
 NORM_ROWS = 65536
+# How far a loaded cosine vector's norm may be from 1: the rounding of a unit
+# vector to the storage dtype (bf16 keeps 8 significant bits), with margin.
+UNIT_NORM_TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 3e-2}
 
 
 def matmul_dtype(device: torch.device, storage: torch.dtype, metric: str) -> torch.dtype:
@@ -270,6 +282,32 @@ class ExactIndex(SearchIndex):
 
     @classmethod
     def _from_state(cls, state: dict[str, Any], device: DeviceLike) -> "ExactIndex":
+        """Rebuild after checking that the stored data agree with the settings.
+
+        Vectors must be ``(n, dim)`` in the stored dtype and finite, cosine
+        vectors unit length (or zero), and L2 norms present and equal to the
+        vectors' own: a file that fails any of these would search wrongly.
+        """
+        if not isinstance(state.get("rescore_fp32"), bool):
+            raise IndexFileError(f"rescore_fp32 is {state.get('rescore_fp32')!r}, not a bool")
+        dtype = parse_dtype(state.get("dtype"))
+        vectors = state_tensor(state, "vectors", (-1, state["dim"]), (dtype,))
+        check_finite(vectors, "vectors", IndexFileError)
+        if state["metric"] == "cosine" and vectors.shape[0]:
+            norms = vectors.float().norm(dim=1)
+            off = ((norms - 1).abs() > UNIT_NORM_TOLERANCE[dtype]) & (norms != 0)
+            if bool(off.any()):
+                row = int(torch.nonzero(off)[0])
+                raise IndexFileError(f"cosine vector row {row} has norm {float(norms[row]):.6g}, not 1")
+        wants_norms = state["metric"] == "l2" and vectors.shape[0] > 0
+        if not wants_norms and state.get("sq_norms") is not None:
+            raise IndexFileError(f"sq_norms stored for a {state['metric']} index of {vectors.shape[0]} vectors")
+        if wants_norms:
+            sq_norms = state_tensor(state, "sq_norms", (vectors.shape[0],), (torch.float32,))
+            # Same function and inputs as at add time; only summation order
+            # (CPU vs CUDA) can differ, by a few ulps.
+            if not torch.allclose(sq_norms, cls._squared_norms(vectors), rtol=1e-4, atol=0.0):
+                raise IndexFileError("sq_norms do not match the stored vectors")
         index = cls(
             state["dim"],
             metric=state["metric"],

@@ -20,8 +20,16 @@ import torch
 import torch.nn.functional as F
 
 from gpukit.device import DeviceLike
-from gpukit.errors import DeviceError
-from gpukit.index.base import IndexUsageError, SearchIndex, as_matrix, canonical_device, check_k, check_metric
+from gpukit.errors import DeviceError, IndexFileError
+from gpukit.index.base import (
+    IndexUsageError,
+    SearchIndex,
+    as_matrix,
+    canonical_device,
+    check_k,
+    check_metric,
+    state_tensor,
+)
 
 try:
     import faiss
@@ -183,6 +191,26 @@ class FaissIndex(SearchIndex):
 
     @classmethod
     def _from_state(cls, state: dict[str, Any], device: DeviceLike) -> "FaissIndex":
+        """Rebuild after checking the serialised index against the settings.
+
+        faiss >= 1.15.1 (the version gpukit requires) rejects truncated or
+        corrupt HNSW/IVF data with an error instead of crashing; that error
+        becomes an IndexFileError, as does a dimension or metric that differs
+        from the stored settings.
+        """
+        if not isinstance(state.get("spec"), str):
+            raise IndexFileError(f"spec is {state.get('spec')!r}, not a faiss factory string")
+        blob = state_tensor(state, "faiss_index", (-1,), (torch.uint8,))
         index = cls(state["dim"], spec=state["spec"], metric=state["metric"], device=device)
-        index._install(faiss.deserialize_index(state["faiss_index"].numpy()))
+        try:
+            cpu_index = faiss.deserialize_index(blob.numpy())
+        except RuntimeError as exc:
+            raise IndexFileError(f"faiss cannot read the stored index: {str(exc).splitlines()[0]}") from exc
+        want_metric = faiss.METRIC_L2 if state["metric"] == "l2" else faiss.METRIC_INNER_PRODUCT
+        if cpu_index.d != state["dim"] or cpu_index.metric_type != want_metric:
+            raise IndexFileError(
+                f"the stored faiss index has dimension {cpu_index.d} and metric type {cpu_index.metric_type}; "
+                f"the file's settings say dim={state['dim']}, metric={state['metric']!r}"
+            )
+        index._install(cpu_index)
         return index

@@ -43,14 +43,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from gpukit.errors import GpukitError
+from gpukit.errors import EncoderError, UsageError  # EncoderError re-exported for old imports
 
 Encoder = Callable[[list[str]], Any]
 CACHE_FORMAT = 1
-
-
-class EncoderError(GpukitError, ValueError):
-    """An encoder returned something that is not an (n, d) embedding matrix."""
 
 
 def is_sentence_transformer(encoder: Any) -> bool:
@@ -109,7 +105,7 @@ def encode_texts(
 ) -> torch.Tensor:
     """Encode ``texts`` into a float32 ``(n, d)`` tensor on ``device`` (see module docstring)."""
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        raise UsageError(f"batch_size must be >= 1, got {batch_size}")
     n = len(texts)
     if n == 0:
         raise EncoderError("nothing to encode: no texts")

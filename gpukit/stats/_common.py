@@ -8,18 +8,38 @@ and is then shared by every row of ``a`` (one baseline, many systems).
 """
 from __future__ import annotations
 
+import numbers
 from types import ModuleType
 from typing import Any
 
 import torch
 
-from gpukit.errors import GpukitError
+from gpukit.errors import StatsError  # re-exported: imported from here by the stats modules
 
 ArrayLike = Any  # torch.Tensor, numpy array or nested sequence of floats
 
+#: Most resamples one test may draw (1000x the default): the bootstrap keeps
+#: one float64 per resample and system, 80 MB per system at this bound, and
+#: time grows linearly.
+MAX_RESAMPLES = 10**7
+#: ``torch.Generator.manual_seed`` accepts exactly this range.
+SEED_RANGE = (-(2**63), 2**64 - 1)
 
-class StatsError(GpukitError, ValueError):
-    """Invalid input to a statistical test or comparison."""
+
+def _integer_in(value: int, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+        raise StatsError(f"{name} must be an integer between {low:,} and {high:,}, got {value!r}")
+    return int(value)
+
+
+def check_resamples(n_resamples: int) -> int:
+    """``n_resamples`` if it is an integer in ``[1, MAX_RESAMPLES]``, else a StatsError."""
+    return _integer_in(n_resamples, "n_resamples", 1, MAX_RESAMPLES)
+
+
+def check_seed(seed: int) -> int:
+    """``seed`` if ``torch.Generator.manual_seed`` accepts it, else a StatsError."""
+    return _integer_in(seed, "seed", *SEED_RANGE)
 
 
 def as_float64(x: ArrayLike) -> torch.Tensor:

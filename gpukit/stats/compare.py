@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import torch
 
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.stats._common import StatsError, as_float64, t_statistic
+from gpukit.stats._common import StatsError, as_float64, check_resamples, check_seed, t_statistic
 from gpukit.stats.corrections import adjust
 from gpukit.stats.parametric import paired_t_test, wilcoxon_signed_rank
 from gpukit.stats.resampling import paired_bootstrap, paired_randomization_test
@@ -87,8 +87,8 @@ class ComparisonSettings:
     def __post_init__(self) -> None:
         if self.test not in TESTS:
             raise StatsError(f"unknown test {self.test!r}; choose one of {', '.join(TESTS)}")
-        if self.n_resamples < 1:
-            raise StatsError(f"n_resamples must be >= 1, got {self.n_resamples}")
+        check_resamples(self.n_resamples)
+        check_seed(self.seed)
         if not 0.0 < self.alpha < 1.0:
             raise StatsError(f"alpha must be in (0, 1), got {self.alpha}")
         if not 0.0 < self.confidence < 1.0:

@@ -31,7 +31,7 @@ from typing import Callable
 import torch
 
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.stats._common import ArrayLike, StatsError, paired_differences, squeeze_like
+from gpukit.stats._common import ArrayLike, StatsError, check_resamples, check_seed, paired_differences, squeeze_like
 
 #: Resamples drawn per generator call; part of the stream definition.
 BLOCK_ROWS = 256
@@ -82,7 +82,7 @@ class _RowStream:
 
     def __init__(self, seed: int, draw: Callable[[torch.Generator, int], torch.Tensor]) -> None:
         self._generator = torch.Generator(device="cpu")
-        self._generator.manual_seed(int(seed))
+        self._generator.manual_seed(check_seed(int(seed)))
         self._draw = draw
         self._buffer: torch.Tensor | None = None
 
@@ -227,8 +227,7 @@ def paired_randomization_test(
         p_value = count_cpu.to(torch.float64) / total
         n_used = total
     else:
-        if n_resamples < 1:
-            raise StatsError(f"n_resamples must be >= 1, got {n_resamples}")
+        check_resamples(n_resamples)
         stream = sign_stream(seed, n_queries)
         for start in range(0, n_resamples, chunk):
             rows = min(chunk, n_resamples - start)
@@ -291,8 +290,7 @@ def paired_bootstrap(
     """
     if not 0.0 < confidence < 1.0:
         raise StatsError(f"confidence must be in (0, 1), got {confidence}")
-    if n_resamples < 1:
-        raise StatsError(f"n_resamples must be >= 1, got {n_resamples}")
+    check_resamples(n_resamples)
     d_source = paired_differences(a, b)
     dev = _target_device(d_source, device)
     d = d_source.cpu()
