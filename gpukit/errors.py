@@ -47,3 +47,7 @@ class EncoderError(GpukitError, ValueError):
 
 class StatsError(UsageError):
     """Invalid input to a statistical test or comparison."""
+
+
+class RegistryError(GpukitError, ValueError):
+    """A measure family record is inconsistent or collides with another (raised at import)."""

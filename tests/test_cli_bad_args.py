@@ -152,6 +152,10 @@ CASES: dict[str, dict[str, Case]] = {
         "batch-size-0": lambda f: ["demo", "--precomputed", "--batch-size", "0"],
         "format-choice": lambda f: ["demo", "--format", "nope"],
     },
+    "measures": {
+        "unknown-option": lambda f: ["measures", "--bogus"],
+        "extra-argument": lambda f: ["measures", "nDCG"],
+    },
 }
 
 ERROR_LINE = re.compile(r"^gpukit( [a-z]+)?: error: \S")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gpukit.errors import MeasureError
+from gpukit.errors import MeasureError, RegistryError
 from gpukit.families.spec import Alias, Family, TrecSyntax
 
 _FAMILIES: dict[str, Family] = {}
@@ -32,7 +32,7 @@ TREC_ORDER: tuple[str, ...] = (
 def register(family: Family) -> Family:
     """Add a family; its names must not collide with another family's."""
     if family.name in _FAMILIES:
-        raise ValueError(f"family {family.name!r} registered twice")
+        raise RegistryError(f"family {family.name!r} registered twice")
     _FAMILIES[family.name] = family
     name_index.cache_clear()
     name_index()  # fail at import on a name collision
@@ -78,10 +78,10 @@ def name_index() -> NameIndex:
             for table, key in ((aliases, alias.name), (folded, alias.name.lower())):
                 other = table.get(key)
                 if other is not None and (other[0].name, other[1].preset) != (fam.name, alias.preset):
-                    raise ValueError(f"alias {alias.name!r} of {fam.name} is already {other[0].name}'s")
+                    raise RegistryError(f"alias {alias.name!r} of {fam.name} is already {other[0].name}'s")
                 table.setdefault(key, (fam, alias))
         for syntax in fam.trec:
             if syntax.name in trec and trec[syntax.name][0].name != fam.name:
-                raise ValueError(f"trec_eval name {syntax.name!r} of {fam.name} is already {trec[syntax.name][0].name}'s")
+                raise RegistryError(f"trec_eval name {syntax.name!r} of {fam.name} is already {trec[syntax.name][0].name}'s")
             trec[syntax.name] = (fam, syntax)
     return NameIndex(canonical, aliases, folded, trec)

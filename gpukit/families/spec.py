@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
+from gpukit.errors import RegistryError
+
 if TYPE_CHECKING:  # pragma: no cover
     from gpukit.conventions import Convention
     from gpukit.measures import Measure
@@ -155,13 +157,13 @@ class Family:
 
     def __post_init__(self) -> None:
         if self.cutoff not in ("required", "optional", "none"):
-            raise ValueError(f"{self.name}: cutoff rule {self.cutoff!r}")
+            raise RegistryError(f"{self.name}: cutoff rule {self.cutoff!r}")
         unknown = set(self.needs) - RANKING_INPUTS
         if unknown:
-            raise ValueError(f"{self.name}: unknown ranking inputs {sorted(unknown)}")
+            raise RegistryError(f"{self.name}: unknown ranking inputs {sorted(unknown)}")
         for _, agg in self.aggregate:
             if agg not in AGGREGATES:
-                raise ValueError(f"{self.name}: unknown aggregate {agg!r}")
+                raise RegistryError(f"{self.name}: unknown aggregate {agg!r}")
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

@@ -96,6 +96,8 @@ def check_finite(tensor: torch.Tensor, name: str, error: type[IndexUsageError]) 
     Such a vector scores NaN or inf, and top-k would rank it first (NaN
     compares as the largest value in ``torch.topk``).
     """
+    if tensor.device.type == "meta":
+        return  # shapes only, no values (tracing the device path)
     bad = ~torch.isfinite(tensor)
     if bool(bad.any()):  # one device sync; the row lookup runs only on error
         row = int(torch.nonzero(bad.any(dim=1))[0])
