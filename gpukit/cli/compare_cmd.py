@@ -10,6 +10,7 @@ import json
 import os
 import sys
 
+from gpukit.cli import COMMAND_HELP
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import resolve_device
@@ -20,7 +21,7 @@ from gpukit.stats._common import StatsError
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "compare",
-        help="significance tests of TREC runs against a baseline",
+        help=COMMAND_HELP["compare"],
         description="Evaluate runs against one qrels file and compare each with a baseline: "
         "mean difference, p-value (raw and corrected), bootstrap CI, effect size, "
         "wins/ties/losses, URisk/TRisk.",

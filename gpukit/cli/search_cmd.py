@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from gpukit.cli import COMMAND_HELP
 from gpukit.errors import InputFormatError
 from gpukit.index import ExactIndex, FaissIndex, IndexUsageError, SearchIndex
 
@@ -20,7 +21,7 @@ from gpukit.index import ExactIndex, FaissIndex, IndexUsageError, SearchIndex
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "search",
-        help="exact or FAISS top-k search of embedding files, written as a TREC run",
+        help=COMMAND_HELP["search"],
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
