@@ -2,33 +2,61 @@
 
 Batched ranking metrics in PyTorch (CPU and CUDA, same code), next to exact
 and FAISS search, with reports that state their conventions.
+
+The names below are imported on first use (PEP 562 module ``__getattr__``):
+``import gpukit`` costs almost nothing, and ``gpukit eval`` never loads the
+statistics, pipelines or dataset modules it does not use.
 """
-from gpukit import datasets
-from gpukit.conventions import Convention, get_convention
-from gpukit.data import Qrels, Run
-from gpukit.evaluation import evaluate
-from gpukit.measures import Measure, parse_measure, parse_measures
-from gpukit.pipelines import RetrievalEvaluator, evaluate_embeddings, sharded_search
-from gpukit.report import MeasureResult, Report
-from gpukit.stats import ComparisonTable, compare
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ComparisonTable",
-    "Convention",
-    "Measure",
-    "MeasureResult",
-    "Qrels",
-    "Report",
-    "RetrievalEvaluator",
-    "Run",
-    "compare",
-    "datasets",
-    "evaluate",
-    "evaluate_embeddings",
-    "get_convention",
-    "parse_measure",
-    "parse_measures",
-    "sharded_search",
-]
+#: Public name -> the module that defines it (a name equal to its module's last part is the module itself).
+_LAZY: dict[str, str] = {
+    "ComparisonTable": "gpukit.stats",
+    "Convention": "gpukit.conventions",
+    "Measure": "gpukit.measures",
+    "MeasureResult": "gpukit.report",
+    "Qrels": "gpukit.data",
+    "Report": "gpukit.report",
+    "RetrievalEvaluator": "gpukit.pipelines",
+    "Run": "gpukit.data",
+    "compare": "gpukit.stats",
+    "datasets": "gpukit.datasets",
+    "evaluate": "gpukit.evaluation",
+    "evaluate_embeddings": "gpukit.pipelines",
+    "get_convention": "gpukit.conventions",
+    "parse_measure": "gpukit.measures",
+    "parse_measures": "gpukit.measures",
+    "sharded_search": "gpukit.pipelines",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'gpukit' has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    value = module if module_name == f"gpukit.{name}" else getattr(module, name)
+    globals()[name] = value  # later look-ups bypass __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
+    from gpukit import datasets
+    from gpukit.conventions import Convention, get_convention
+    from gpukit.data import Qrels, Run
+    from gpukit.evaluation import evaluate
+    from gpukit.measures import Measure, parse_measure, parse_measures
+    from gpukit.pipelines import RetrievalEvaluator, evaluate_embeddings, sharded_search
+    from gpukit.report import MeasureResult, Report
+    from gpukit.stats import ComparisonTable, compare

@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 import torch
 
-from gpukit.data.doc_space import sorted_distinct, translate_keys
+from gpukit.data.doc_space import Vocabulary, byte_order_keys, sorted_distinct, translate_keys
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run, ranking_permutation, row_slices, unranked_rows
-from gpukit.data.text_table import arrow_indices, lookup_codes
+from gpukit.data.text_table import _key_width, _string_chunks, arrow_indices, lookup_codes
 from gpukit.errors import InputFormatError, UsageError
 from gpukit.metrics.binary import row_counts
 
@@ -148,49 +149,58 @@ def form_ranking(
     if max_depth is not None:
         num_ret.clamp_(max=max_depth)
 
-    ideal = _ideal_grades(qrels, topics, device)
-    query_ids = qrels.query_ids.take(arrow_indices(topics)).to_pylist()
+    topic_key = (str(device), topics.tobytes())
+    ideal = qrels.derived(("ideal",) + topic_key, lambda: _ideal_grades(qrels, topics, device))
+    query_ids = list(qrels.derived(("query_ids",) + topic_key, lambda: tuple(qrels.query_ids.take(arrow_indices(topics)).to_pylist())))
     return RankedJudgments(query_ids, grades, num_ret, ideal, in_run, run_queries_not_in_qrels)
 
 
 class _GradeJoin:
     """Grades of ranked documents, a slice of topic rows at a time.
 
-    Qrels docs are first expressed as keys of the run's doc space (packed
-    ids, or a merge of two sorted vocabularies; -1: never retrieved). Then
-    each topic row searches its own judged keys in a padded (T, J) table
-    (short, cache-resident binary searches), or, when one topic has too many
-    judgments for such a table, all (topic, judged doc) pairs at once.
+    Ranked and judged documents are first expressed in one key space. With
+    a vocabulary run (or packed ids on both sides) that is the qrels' own
+    space: the run's vocabulary is looked up in the qrels' (-1: never
+    judged), and the tables below depend on the qrels and the topics only,
+    so they are built once per Qrels (``Qrels.derived``) and reused by every
+    run. Otherwise (a packed run against a vocabulary qrels) the qrels docs
+    are expressed as the run's packed keys. Then each topic row searches its
+    own judged keys in a padded (T, J) table (short, cache-resident binary
+    searches), or, when one topic has too many judgments for such a table,
+    all (topic, judged doc) pairs at once.
     """
 
     def __init__(self, qrels: Qrels, run: Run, topics: np.ndarray, device: torch.device):
         self.device = device
-        self.table: tuple[torch.Tensor, torch.Tensor] | None = None
-        self.pairs: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
         self.topics = torch.from_numpy(topics).to(device)
-        judged_keys = translate_keys(qrels.doc_codes, qrels.doc_space, run.doc_space)
-        keep = judged_keys >= 0
-        if not keep.any():
-            return
-        # Keys keep the ids' byte order, so they stay sorted within a query like the qrels' codes.
-        kept_q, kept_keys, kept_grades = qrels.query_codes[keep], judged_keys[keep], qrels.grades[keep]
-        table = _per_topic_table(kept_q, kept_keys, kept_grades, topics, run.doc_space.bound)
-        if table is not None:
-            self.table = (torch.from_numpy(table[0]).to(device), torch.from_numpy(table[1]).to(device))
-            return
-        # Pairs: judged docs renumbered densely (their keys may use all 63 bits),
-        # so that (topic, doc) fits one sortable int64.
-        distinct = sorted_distinct(kept_keys)
-        pair_keys = kept_q * len(distinct) + np.searchsorted(distinct, kept_keys)
-        order = np.argsort(pair_keys, kind="stable")
-        self.pairs = (
-            torch.from_numpy(distinct).to(device),
-            torch.from_numpy(pair_keys[order]).to(device),
-            torch.from_numpy(kept_grades[order]).to(device=device, dtype=torch.int32),
-        )
+        # (V,) qrels key of each run vocabulary key, when codes are joined in the qrels' space.
+        self.to_qrels_space: torch.Tensor | None = None
+        if isinstance(run.doc_space, Vocabulary) or run.doc_space == qrels.doc_space:
+            if isinstance(run.doc_space, Vocabulary):
+                mapped = _keys_in_qrels_space(qrels, run.doc_space.ids)
+                # One spare -1 so that an empty vocabulary still indexes (its codes are all padding).
+                self.to_qrels_space = torch.from_numpy(np.append(mapped, -1)).to(device)
+            structures = qrels.derived(
+                ("join", str(device), topics.tobytes()),
+                lambda: _join_structures(qrels.query_codes, qrels.doc_codes, qrels.grades, topics, qrels.doc_space.bound, device),
+            )
+        else:
+            judged_keys = translate_keys(qrels.doc_codes, qrels.doc_space, run.doc_space)
+            keep = judged_keys >= 0
+            # Keys keep the ids' byte order, so they stay sorted within a query like the qrels' codes.
+            structures = _join_structures(
+                qrels.query_codes[keep], judged_keys[keep], qrels.grades[keep], topics, run.doc_space.bound, device
+            )
+        self.table, self.pairs = structures
 
     def __call__(self, codes: torch.Tensor, rows: slice) -> torch.Tensor:
         """(R, K) int32 grades of ``codes`` (topic rows ``rows``); NOT_JUDGED when absent."""
+        if self.to_qrels_space is not None:
+            codes = self.to_qrels_space[codes.clamp(min=0)].masked_fill_(codes < 0, -1)
+        return self._grades(codes, rows)
+
+    def _grades(self, codes: torch.Tensor, rows: slice) -> torch.Tensor:
+        """Grades of ``codes`` given in the key space of the tables."""
         if self.table is not None:
             sorted_codes, sorted_grades = self.table[0][rows], self.table[1][rows]
             pos = torch.searchsorted(sorted_codes, codes)
@@ -206,6 +216,55 @@ class _GradeJoin:
             found = judged_doc & (pair_keys[pos] == run_keys)
             return torch.where(found, grades[pos], torch.full_like(pos, NOT_JUDGED, dtype=torch.int32))
         return torch.full(codes.shape, NOT_JUDGED, dtype=torch.int32, device=codes.device)
+
+
+def _join_structures(
+    kept_q: np.ndarray, kept_keys: np.ndarray, kept_grades: np.ndarray, topics: np.ndarray, pad: int, device: torch.device
+) -> tuple[tuple[torch.Tensor, torch.Tensor] | None, tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None]:
+    """(table, pairs) of judged (query code, doc key, grade) rows for ``_GradeJoin``: one is set, or neither
+    when nothing is judged. Keys ascend within a query; ``pad`` is above every key."""
+    if not len(kept_keys):
+        return None, None
+    table = _per_topic_table(kept_q, kept_keys, kept_grades, topics, pad)
+    if table is not None:
+        return (torch.from_numpy(table[0]).to(device), torch.from_numpy(table[1]).to(device)), None
+    # Pairs: judged docs renumbered densely (their keys may use all 63 bits),
+    # so that (topic, doc) fits one sortable int64.
+    distinct = sorted_distinct(kept_keys)
+    pair_keys = kept_q * len(distinct) + np.searchsorted(distinct, kept_keys)
+    order = np.argsort(pair_keys, kind="stable")
+    pairs = (
+        torch.from_numpy(distinct).to(device),
+        torch.from_numpy(pair_keys[order]).to(device),
+        torch.from_numpy(kept_grades[order]).to(device=device, dtype=torch.int32),
+    )
+    return None, pairs
+
+
+def _keys_in_qrels_space(qrels: Qrels, ids: pa.Array) -> np.ndarray:
+    """int64 key of each of ``ids`` in the qrels' doc space; -1 where none (never judged).
+
+    Against a vocabulary this is a binary search of fixed-width byte keys;
+    the qrels side of it (its vocabulary's keys) is built once per Qrels.
+    """
+    space = qrels.doc_space
+    if not isinstance(space, Vocabulary):
+        return space.keys_of(ids)
+    qrels_width = qrels.derived(("key_width",), lambda: _key_width(_string_chunks(space.ids)))
+    run_width = _key_width(_string_chunks(ids))
+    if qrels_width is None or run_width is None:
+        return space.keys_of(ids)
+    width = max(qrels_width, run_width)
+    judged = qrels.derived(("vocabulary_keys", width), lambda: byte_order_keys(space.ids, width))
+    out = np.full(len(ids), -1, dtype=np.int64)
+    if len(ids) == 0 or len(judged) == 0:
+        return out
+    wanted = byte_order_keys(ids, width)
+    pos = np.searchsorted(judged, wanted)
+    np.minimum(pos, len(judged) - 1, out=pos)
+    hit = judged[pos] == wanted
+    out[hit] = pos[hit]
+    return out
 
 
 def _per_topic_table(

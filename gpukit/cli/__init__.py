@@ -4,6 +4,10 @@ Each sub-command lives in its own module exposing ``register(subparsers)``,
 which adds a parser whose ``func`` default takes the parsed namespace and
 returns an exit code. This keeps the dispatcher ignorant of any command's
 internals.
+
+Only the chosen command's module is imported (the others would pull in
+FAISS, statistics, datasets...): the other commands get a bare parser with
+their help line from ``COMMAND_HELP``, so ``gpukit --help`` still lists them.
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from typing import Sequence
 
 from gpukit.errors import GpukitError
 
-# Module names under gpukit.cli; each defines register(subparsers).
+# Module names under gpukit.cli; each defines register(subparsers) for the command "<name>_cmd" minus "_cmd".
 COMMAND_MODULES: tuple[str, ...] = (
     "eval_cmd",
     "search_cmd",
@@ -24,22 +28,45 @@ COMMAND_MODULES: tuple[str, ...] = (
     "measures_cmd",
 )
 
+#: The help line of each command (used by its module's parser and by the listing).
+COMMAND_HELP: dict[str, str] = {
+    "eval": "evaluate TREC runs against qrels",
+    "search": "exact or FAISS top-k search of embedding files, written as a TREC run",
+    "compare": "significance tests of TREC runs against a baseline",
+    "bench": "measure an index on five separate cost axes at a stated quality point",
+    "demo": "evaluate all-MiniLM-L6-v2 on the bundled BEIR SciFact test set (offline)",
+    "measures": "list every measure family, its parameters, defaults and definition",
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    """The command named in ``argv`` (the first word that is not an option), if any."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with the full sub-parser only for the command in ``argv``
+    (``None``: every command's full sub-parser, importing every module)."""
     parser = argparse.ArgumentParser(
         prog="gpukit",
         description="Retrieval evaluation at GPU speed.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
+    chosen = _chosen_command(argv) if argv is not None else None
     for name in COMMAND_MODULES:
-        module = importlib.import_module(f"gpukit.cli.{name}")
-        module.register(subparsers)
+        command = name.removesuffix("_cmd")
+        if argv is None or command == chosen:
+            module = importlib.import_module(f"gpukit.cli.{name}")
+            module.register(subparsers)
+        else:
+            subparsers.add_parser(command, help=COMMAND_HELP.get(command), add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -21,6 +21,7 @@ import sys
 from typing import Any
 
 from gpukit.cli._options import check_output_path, device_name, seed
+from gpukit.cli import COMMAND_HELP
 from gpukit.cli.search_cmd import load_embeddings, read_ids
 from gpukit.data.qrels import Qrels
 from gpukit.device import resolve_device
@@ -51,7 +52,7 @@ def _dtype_list(text: str) -> list[str]:
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "bench",
-        help="measure an index on five separate cost axes at a stated quality point",
+        help=COMMAND_HELP["bench"],
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -11,6 +11,7 @@ import os
 import sys
 
 from gpukit.cli._options import check_output_path, device_name, grade, seed
+from gpukit.cli import COMMAND_HELP
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import resolve_device
@@ -22,7 +23,7 @@ from gpukit.stats.compare import ComparisonSettings
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "compare",
-        help="significance tests of TREC runs against a baseline",
+        help=COMMAND_HELP["compare"],
         description="Evaluate runs against one qrels file and compare each with a baseline: "
         "mean difference, p-value (raw and corrected), bootstrap CI, effect size, "
         "wins/ties/losses, URisk/TRisk.",

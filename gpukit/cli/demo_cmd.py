@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from gpukit.cli._options import bounded_int, device_name
+from gpukit.cli import COMMAND_HELP
 from gpukit.data.run import Run
 from gpukit.datasets import load_scifact, scifact_run_path
 from gpukit.device import resolve_device
@@ -32,7 +33,7 @@ PUBLISHED = {"measure": "nDCG@10", "value": 0.645, "source": "MTEB leaderboard, 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "demo",
-        help="evaluate all-MiniLM-L6-v2 on the bundled BEIR SciFact test set (offline)",
+        help=COMMAND_HELP["demo"],
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

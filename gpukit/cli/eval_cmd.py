@@ -8,6 +8,7 @@ import sys
 import torch
 
 from gpukit.cli._options import device_name, grade, positive_int64
+from gpukit.cli import COMMAND_HELP
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import resolve_device
@@ -20,7 +21,7 @@ DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "RR@10", "AP", "Rprec"]
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "eval",
-        help="evaluate TREC runs against qrels",
+        help=COMMAND_HELP["eval"],
         description="Evaluate one or more TREC runs against one qrels file (parsed once).",
     )
     p.add_argument("qrels", help="TREC qrels file (qid iter docno grade), plain or .gz")

@@ -4,11 +4,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gpukit.cli import COMMAND_HELP
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "measures",
-        help="list every measure family, its parameters, defaults and definition",
+        help=COMMAND_HELP["measures"],
         description="List every measure family gpukit computes: names, parameters with defaults, "
         "definition, when it is defined, how it aggregates, and its trec_eval/ranx names.",
     )

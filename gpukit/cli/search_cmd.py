@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from gpukit.cli._options import check_output_path, device_name
+from gpukit.cli import COMMAND_HELP
 from gpukit.errors import InputFormatError
 from gpukit.index import ExactIndex, FaissIndex, IndexUsageError, SearchIndex
 
@@ -21,7 +22,7 @@ from gpukit.index import ExactIndex, FaissIndex, IndexUsageError, SearchIndex
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "search",
-        help="exact or FAISS top-k search of embedding files, written as a TREC run",
+        help=COMMAND_HELP["search"],
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

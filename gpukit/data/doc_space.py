@@ -141,6 +141,20 @@ def _has_nul(chunks: list[pa.Array]) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def byte_order_keys(column: pa.Array | pa.ChunkedArray, width: int) -> np.ndarray:
+    """Fixed-width keys of ids of at most ``width`` bytes (no NUL byte) whose
+    order and equality are the ids' byte order and equality: a big-endian
+    uint64 up to 8 bytes, else NumPy ``S<width>`` strings (zero padded)."""
+    chunks = _string_chunks(column)
+    if not chunks:
+        return np.zeros(0, dtype=np.uint64 if width <= 8 else f"S{width}")
+    words = _ByteRows(chunks, width).all_words()
+    if width <= 8:
+        return words[:, 0].view(">u8").astype(np.uint64)
+    matrix = np.ascontiguousarray(words.view(np.uint8).reshape(len(words), -1)[:, :width])
+    return matrix.view(f"S{width}").ravel()
+
+
 def doc_keys(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, DocSpace]:
     """Doc keys of a string column: packed ids when every id allows it, else
     codes into a sorted vocabulary."""

@@ -9,8 +9,8 @@ judged" (trec_eval's convention): it is neither relevant nor non-relevant.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +28,11 @@ from gpukit.data.text_table import (
     string_codes,
 )
 from gpukit.errors import InputFormatError
+
+T = TypeVar("T")
+
+#: Values kept per Qrels by :meth:`Qrels.derived` (one per topic set and device in practice).
+DERIVED_ENTRIES = 32
 
 _TREC_QRELS_COLUMNS = (Column("query_id", "id"), Column("iteration", "skip"), Column("doc_id", "id"), Column("grade", "int"))
 
@@ -52,6 +57,9 @@ class Qrels:
     doc_codes: np.ndarray
     grades: np.ndarray
     source: str = "<qrels>"
+    # Values computed from the judgments alone (see derived()); never part of equality.
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _derived_counts: dict = field(default_factory=lambda: {"hits": 0, "misses": 0}, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -160,6 +168,31 @@ class Qrels:
             grades=np.ascontiguousarray(grades[order], dtype=np.int64),
             source=source,
         )
+
+    # ------------------------------------------------------------ derived data
+    def derived(self, key: tuple, make: Callable[[], T]) -> T:
+        """``make()``, computed once per ``key`` for these judgments and then reused.
+
+        A Qrels never changes after it is built, so what is computed from it
+        alone (ideal grades of a topic set, join tables, the vocabulary's
+        lookup keys) serves every run evaluated against it: ``gpukit eval
+        QRELS RUN1 ... RUN20`` builds it once. ``key`` must name everything
+        else the value depends on (topic set, device, ...). At most
+        ``DERIVED_ENTRIES`` values are kept (oldest dropped first).
+        """
+        if key in self._derived:
+            self._derived_counts["hits"] += 1
+            return self._derived[key]
+        self._derived_counts["misses"] += 1
+        value = make()
+        while len(self._derived) >= DERIVED_ENTRIES:
+            del self._derived[next(iter(self._derived))]
+        self._derived[key] = value
+        return value
+
+    def cache_info(self) -> dict[str, Any]:
+        """Hits, misses and entries of :meth:`derived` (to check that reuse happens)."""
+        return {**self._derived_counts, "entries": len(self._derived)}
 
     # ----------------------------------------------------------------- access
     def __len__(self) -> int:

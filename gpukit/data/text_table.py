@@ -33,6 +33,11 @@ import pyarrow.csv as pacsv
 from gpukit.errors import InputFormatError, UsageError, UsageTypeError
 
 BLOCK_BYTES = 64 << 20
+#: Inputs smaller than this (bytes of text; a gzip file counts 8x its size) are
+#: parsed on the calling thread with Arrow's threads off: below it, handing
+#: blocks to threads costs more than it overlaps (crossover measured in
+#: docs/benchmarks.md, "Reader strategy by input size").
+SMALL_INPUT_BYTES = 16 << 20
 
 _WS_RUN = re.compile(rb"[ \t\r\f\v]+")
 _EDGE_SPACE = re.compile(rb"^ | $", re.MULTILINE)
@@ -295,6 +300,24 @@ def _read_into(fh: io.BufferedIOBase, view: memoryview) -> int:
     return filled
 
 
+class _InlineExecutor:
+    """``submit`` runs the call at once on the calling thread (small inputs: no thread hand-off)."""
+
+    def __enter__(self) -> "_InlineExecutor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(self, fn: Callable, *args: object) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # re-raised by result(), in block order, as from a thread
+            future.set_exception(exc)
+        return future
+
+
 def read_table(
     path: str | os.PathLike, columns: Sequence[Column], what: str, rest_of_line_ignored: bool = False
 ) -> ParsedTable:
@@ -336,7 +359,10 @@ def read_table(
         null_values=[],
     )
     parse = pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True)
-    read = pacsv.ReadOptions(column_names=[c.name for c in columns], use_threads=True, block_size=4 << 20)
+    gzipped = _is_gzip(source)
+    size_hint = os.path.getsize(source) * (8 if gzipped else 1)
+    small = size_hint < SMALL_INPUT_BYTES
+    read = pacsv.ReadOptions(column_names=[c.name for c in columns], use_threads=not small, block_size=4 << 20)
 
     arrow_pool = _parse_pool()
 
@@ -396,9 +422,10 @@ def read_table(
     except OSError as exc:
         raise InputFormatError(source, None, f"cannot open: {exc}") from None
     pending: tuple[Future, int, int] | None = None
-    with fh, ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpukit-parse") as pool:
-        mapped = _mapped(fh) if not _is_gzip(source) else None
-        reader = _mapped_blocks(mapped) if mapped is not None else _buffered_blocks(fh, os.path.getsize(source) * 8 + 1)
+    executor = _InlineExecutor() if small else ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpukit-parse")
+    with fh, executor as pool:
+        mapped = _mapped(fh) if not gzipped else None
+        reader = _mapped_blocks(mapped) if mapped is not None else _buffered_blocks(fh, size_hint + 1)
         while True:
             try:
                 item = next(reader, None)
