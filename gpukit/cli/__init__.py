@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bench_cmd",
     "demo_cmd",
     "measures_cmd",
+    "trec_eval_cmd",
 )
 
 
