@@ -162,6 +162,21 @@ def test_measure_order_is_trec_eval_table_not_command_line(capsys):
         assert value == wanted[(name.rstrip(), qid)].strip()
 
 
+def test_parameters_of_a_measure_without_any_are_ignored(capsys):
+    """trec_eval's plain measures ignore a parameter list (-m map.5 is map); so do nicknames."""
+    code, out, _ = _trec_eval(["-m", "map.5", "-m", "Rprec", QRELS, RUN], capsys)
+    assert code == 0
+    assert out == _expected_lines("out.test", lambda f: f[0].rstrip() in ("map", "Rprec"))
+
+
+def test_max_depth_zero_keeps_no_document(capsys):
+    """-M 0: trec_eval keeps min(retrieved, 0) documents; judgments (num_rel) are unchanged."""
+    code, out, _ = _trec_eval(["-M", "0", "-m", "num_ret", "-m", "num_rel", "-m", "P.5", QRELS, RUN], capsys)
+    assert code == 0
+    num_rel = _expected_lines("out.test", lambda f: f[0].rstrip() == "num_rel")
+    assert out == "num_ret               \tall\t0\n" + num_rel + "P_5                   \tall\t0.0000\n"
+
+
 def test_glued_and_long_options_and_files_before_options(capsys):
     """getopt_long as trec_eval: -mX glued, --measure=X, options after the files."""
     code, out, _ = _trec_eval([QRELS, RUN, "-mP.5", "--measure=map", "--query_eval_wanted"], capsys)
