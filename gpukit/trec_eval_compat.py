@@ -322,10 +322,16 @@ def mark_measures(args: Sequence[str]) -> MeasureRequest:
     return MeasureRequest(roots, params, skipped)
 
 
-def _build(fam: Family, syntax: TrecSyntax, value: Any = None, has_value: bool = False) -> Measure:
+#: The parameter that trec_eval's -N (documents in the collection) sets, in families that have it.
+NUM_DOCS_PARAM = "num_docs"
+
+
+def _build(fam: Family, syntax: TrecSyntax, value: Any = None, has_value: bool = False, num_docs: int = 0) -> Measure:
     """The measure a trec_eval name stands for (its syntax's preset, plus the
-    cutoff or the parameter that a cutoff/level/string value sets)."""
+    cutoff or the parameter that a cutoff/level/string value sets, plus -N)."""
     params = dict(syntax.preset)
+    if fam.param(NUM_DOCS_PARAM) is not None:
+        params[NUM_DOCS_PARAM] = num_docs
     cutoff = None
     if has_value:
         if syntax.param is None:
@@ -340,8 +346,9 @@ def _init_failure(root: str, why: Sequence[str]) -> TrecEvalError:
     return TrecEvalError(list(why) + [f"trec_eval: Cannot initialize measure '{root}'"], 2)
 
 
-def init_outputs(request: MeasureRequest, relevance_level: int = 1) -> list[Output]:
-    """The printed measures of each marked root, as trec_eval's init_meas names them."""
+def init_outputs(request: MeasureRequest, relevance_level: int = 1, num_docs: int = 0) -> list[Output]:
+    """The printed measures of each marked root, as trec_eval's init_meas names them
+    (``relevance_level``: -l; ``num_docs``: -N)."""
     index = name_index()
     conv = get_convention("trec_eval")
     out: list[Output] = []
@@ -358,12 +365,12 @@ def init_outputs(request: MeasureRequest, relevance_level: int = 1) -> list[Outp
         named: list[tuple[str, Measure]] = []
         try:
             if syntax.kind in ("cutoffs", "levels"):
-                named = _listed(root, fam, syntax, text)
+                named = _listed(root, fam, syntax, text, num_docs)
             elif syntax.kind == "string" and text is not None:
                 assert syntax.parse_string is not None
-                named = [(f"{root}_{text}", _build(fam, syntax, syntax.parse_string(text), True))]
+                named = [(f"{root}_{text}", _build(fam, syntax, syntax.parse_string(text), True, num_docs))]
             else:  # no parameters, or a string parameter left at its default; trec_eval ignores unused text
-                named = [(root, _build(fam, syntax))]
+                named = [(root, _build(fam, syntax, num_docs=num_docs))]
         except MeasureError as exc:
             raise _init_failure(root, [f"trec_eval: {exc}"]) from None
         for name, m in named:
@@ -377,7 +384,7 @@ def init_outputs(request: MeasureRequest, relevance_level: int = 1) -> list[Outp
     return out
 
 
-def _listed(root: str, fam: Family, syntax: TrecSyntax, text: str | None) -> list[tuple[str, Measure]]:
+def _listed(root: str, fam: Family, syntax: TrecSyntax, text: str | None, num_docs: int) -> list[tuple[str, Measure]]:
     """Cutoff (``%ld``) or level (``%3.2f``) lists: sorted, checked as trec_eval does."""
     if text is None:
         values = list(syntax.defaults or fam.trec_cutoffs)
@@ -390,8 +397,8 @@ def _listed(root: str, fam: Family, syntax: TrecSyntax, text: str | None) -> lis
     if any(a == b for a, b in zip(values, values[1:])):
         raise _init_failure(root, ["trec_eval: duplicate cutoffs detected"])
     if syntax.kind == "cutoffs":
-        return [(f"{root}_{int(v)}", _build(fam, syntax, int(v), True)) for v in values]
-    return [(f"{root}_{float(v):3.2f}", _build(fam, syntax, float(v), True)) for v in values]
+        return [(f"{root}_{int(v)}", _build(fam, syntax, int(v), True, num_docs)) for v in values]
+    return [(f"{root}_{float(v):3.2f}", _build(fam, syntax, float(v), True, num_docs)) for v in values]
 
 
 # ------------------------------------------------------------------ inputs
@@ -507,9 +514,19 @@ class Evaluated:
     relstrings: dict[str, list[str]]
 
 
+#: Ranking inputs of families evaluated from other rel_info formats, and the -R that provides each.
+_FORMAT_OF = {"prefs": "prefs", "judgment_groups": "qrels_jg"}
+_OTHER_JUDGMENTS = frozenset(_FORMAT_OF)
+
+
 def evaluate_qrels(opts: Options, qrels: Qrels, run: Run, tag: str, outputs: list[Output],
                    zscores: dict[str, dict[str, tuple[float, float]]] | None) -> Evaluated:
     """trec_eval's evaluation loop over the qrels queries, on the registry's kernels."""
+    for o in outputs:
+        other = o.measure is not None and sorted(set(o.measure.spec.needs) & _OTHER_JUDGMENTS)
+        if other:  # trec_eval: a prefs / judgment-group measure on a qrels file cannot be calculated
+            raise TrecEvalError([f"gpukit trec_eval: {o.name} needs {other[0]} judgments (-R {_FORMAT_OF[other[0]]})",
+                                 f"trec_eval: Can't calculate measure '{o.name}'"], 4)
     depth = opts.max_depth
     ranking = form_ranking(qrels, run, complete=True, max_depth=depth if depth is not None and depth > 0 else None)
     if depth is not None and depth <= 0:  # trec_eval keeps min(num_ret, M) documents: none
@@ -601,11 +618,13 @@ def _read_inputs(opts: Options) -> tuple[Qrels, Run, str]:
         qrels = Qrels.from_trec(opts.rel_info_file)
     except GpukitError as exc:
         raise TrecEvalError([f"gpukit trec_eval: {exc}", f"trec_eval: Quit in file '{opts.rel_info_file}'"], 2) from None
-    path = opts.results_file
+    return (qrels, *_read_run(opts.results_file))
+
+
+def _read_run(path: str) -> tuple[Run, str]:
+    """The results file ('-': stdin) and its run tag; unreadable input is trec_eval's exit 2."""
     try:
-        if path == "-":
-            return qrels, *_run_from_stdin()
-        return qrels, Run.from_trec(path), run_tag(path)
+        return _run_from_stdin() if path == "-" else (Run.from_trec(path), run_tag(path))
     except GpukitError as exc:
         raise TrecEvalError([f"gpukit trec_eval: {exc}", f"trec_eval: Quit in file '{path}'"], 2) from None
 
@@ -652,11 +671,13 @@ def _evaluate_other_format(opts: Options, outputs: list[Output]) -> Evaluated:
         raise TrecEvalError(
             [f"gpukit trec_eval: -R {opts.rel_info_format} needs gpukit.{api_name}, which this build does not have",
              f"trec_eval: Quit in file '{opts.rel_info_file}'"], 2)
-    path = opts.results_file
-    run, tag = _run_from_stdin() if path == "-" else (Run.from_trec(path), run_tag(path))
+    run, tag = _read_run(opts.results_file)
     measures = [o.measure for o in outputs if o.measure is not None]
-    report = api(opts.rel_info_file, run, measures, rel_info_format=opts.rel_info_format, convention="trec_eval",
-                 complete=opts.complete, max_depth=opts.max_depth, relevance_level=opts.relevance_level)
+    try:
+        report = api(opts.rel_info_file, run, measures, rel_info_format=opts.rel_info_format, convention="trec_eval",
+                     complete=opts.complete, max_depth=opts.max_depth, relevance_level=opts.relevance_level)
+    except GpukitError as exc:
+        raise TrecEvalError([f"gpukit trec_eval: {exc}", "trec_eval: Can't calculate measure"], 4) from None
     qids = list(report.query_ids)
     per_query = {o.name: [float(v) for v in report[o.measure].per_query.tolist()] for o in outputs if o.measure is not None}
     summary = {o.name: _aggregate(o, per_query[o.name], len(qids)) for o in outputs if o.measure is not None}
@@ -683,12 +704,12 @@ def run_trec_eval(argv: Sequence[str], out: IO[str] | None = None, err: IO[str] 
         for root in request.skipped:
             err.write(f"gpukit trec_eval: warning: measure '{root}' is not implemented in gpukit; skipped\n")
         if opts.rel_info_format != "qrels":
-            outputs = init_outputs(request, opts.relevance_level)
+            outputs = init_outputs(request, opts.relevance_level, opts.num_docs_in_coll)
             ev = _evaluate_other_format(opts, outputs)
         else:
             qrels, run, tag = _read_inputs(opts)
             zscores = read_zscores(opts.zscores_file) if opts.zscores_file is not None else None
-            outputs = init_outputs(request, opts.relevance_level)
+            outputs = init_outputs(request, opts.relevance_level, opts.num_docs_in_coll)
             ev = evaluate_qrels(opts, qrels, run, tag, outputs, zscores)
         lines = format_lines(opts, ev)
         out.write("".join(line + "\n" for line in lines))

@@ -328,4 +328,3 @@ def reference_evaluate(
 
 
 # Further families' references register themselves here (one module per group).
-import reference_gm_bpref  # noqa: E402,F401

@@ -339,5 +339,22 @@ def test_eval_format_trec_prints_trec_eval_names_and_lines(expected, qrels, leve
     lines = set((DATA / expected).read_text().splitlines(keepends=True))
     assert [line for line in printed if line not in lines] == []
     names = {line.split("\t")[0].rstrip() for line in printed}
-    assert {"runid", "num_q", "gm_bpref", "P_5", "map_cut_1000", "ndcg", "success_10"} <= names
+    assert {"runid", "num_q", "P_5", "map_cut_1000", "ndcg", "success_10", "num_rel_ret"} <= names
     assert len(printed) > 100
+
+
+def test_num_docs_in_coll_reaches_utility(capsys):
+    """-N is utility's collection size: w1*a + w2*(ret - a) + w3*(R - a) + w4*(N + a - ret - R),
+    with trec_eval's own per-query counts (out.test.aq)."""
+    if not any(f.param("num_docs") is not None and "utility" in [t.name for t in f.trec] for f in gpukit.families.families()):
+        pytest.skip("this build has no utility family")
+    counts = {}
+    for name, qid, value in (line.split("\t") for line in (DATA / "out.test.aq").read_text().splitlines()):
+        if name.rstrip() in ("num_ret", "num_rel", "num_rel_ret") and qid != "all":
+            counts.setdefault(qid, {})[name.rstrip()] = int(value)
+    code, out, _ = _trec_eval(["-q", "-N", "100000", "-m", "utility.1,-1,0,0.5", QRELS, RUN], capsys)
+    assert code == 0
+    got = {f[1]: float(f[2]) for f in (line.split("\t") for line in out.splitlines())}
+    for qid, c in counts.items():
+        a, ret, rel = c["num_rel_ret"], c["num_ret"], c["num_rel"]
+        assert got[qid] == pytest.approx(a - (ret - a) + 0.5 * (100000 + a - ret - rel), abs=5e-5)

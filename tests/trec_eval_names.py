@@ -18,7 +18,6 @@ _SIMPLE = {
     "num_ret": "NumRet",
     "num_rel": "NumRel",
     "num_rel_ret": "NumRelRet",
-    "gm_bpref": "GMBpref",
 }
 _CUT = {"P": "P@{}", "recall": "R@{}", "ndcg_cut": "nDCG@{}", "map_cut": "AP@{}", "success": "Success@{}"}
 
