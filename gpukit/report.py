@@ -192,18 +192,21 @@ class Report:
                 lines.append(q + "  " + "  ".join(f"{k}={_fmt(v)}" for k, v in values.items()))
         return "\n".join(lines)
 
-    def to_trec(self, per_query: bool = False) -> str:
-        """trec_eval's three-column layout ``measure <tab> qid|all <tab> value``."""
+    def to_trec(self, per_query: bool = False, rel: int = 1) -> str:
+        """trec_eval's three-column layout ``measure <tab> qid|all <tab> value``;
+        ``rel`` is the relevance level trec_eval's names stand for (its -l)."""
         lines = []
         if per_query:
             for m, r in self.results.items():
+                if not m.spec.trec_per_query:
+                    continue  # trec_eval prints only the summary (gm_bpref)
                 for q, v, keep in zip(self.query_ids, r.per_query.tolist(), r.mask.tolist()):
                     if keep:
-                        lines.append(f"{trec_name(m):<22}\t{q}\t{_trec_value(m, v)}")
+                        lines.append(f"{trec_name(m, rel):<22}\t{q}\t{_trec_value(m, v)}")
         lines.append(f"{'runid':<22}\tall\t{self.run_name}")
         lines.append(f"{'num_q':<22}\tall\t{len(self.query_ids)}")
         for m, r in self.results.items():
-            lines.append(f"{trec_name(m):<22}\tall\t{_trec_value(m, r.mean)}")
+            lines.append(f"{trec_name(m, rel):<22}\tall\t{_trec_value(m, r.mean)}")
         return "\n".join(lines)
 
 

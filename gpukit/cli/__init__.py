@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bench_cmd",
     "demo_cmd",
     "measures_cmd",
+    "trec_eval_cmd",
 )
 
 #: The help line of each command (used by its module's parser and by the listing).

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -62,7 +63,12 @@ def run_eval(args: argparse.Namespace) -> int:
         for report in reports:
             out.write(json.dumps(report.to_dict(per_query=args.per_query)) + "\n")
     elif args.format == "trec":
-        out.write("\n".join(r.to_trec(per_query=args.per_query) for r in reports) + "\n")
+        from gpukit.trec_eval_compat import run_tag
+
+        # trec_eval's runid is the run file's tag, and -l renames nothing (P_5 at any level).
+        tagged = [dataclasses.replace(r, run_name=run_tag(path)) for r, path in zip(reports, args.runs)]
+        rel = 1 if args.relevance_level is None else args.relevance_level
+        out.write("\n".join(r.to_trec(per_query=args.per_query, rel=rel) for r in tagged) + "\n")
     else:
         out.write("\n\n".join(r.to_table(per_query=args.per_query) for r in reports) + "\n")
     return 0
