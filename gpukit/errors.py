@@ -51,3 +51,12 @@ class StatsError(UsageError):
 
 class RegistryError(GpukitError, ValueError):
     """A measure family record is inconsistent or collides with another (raised at import)."""
+
+
+class TrecEvalError(GpukitError):
+    """A ``gpukit trec_eval`` failure: the lines trec_eval prints on stderr, and its exit code."""
+
+    def __init__(self, lines, exit_code: int) -> None:
+        self.lines = list(lines)
+        self.exit_code = exit_code
+        super().__init__("; ".join(self.lines))

@@ -56,7 +56,7 @@ import torch
 from gpukit.conventions import get_convention
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
-from gpukit.errors import GpukitError, MeasureError
+from gpukit.errors import GpukitError, MeasureError, TrecEvalError
 from gpukit.evaluation import compute_measures
 from gpukit.families import TREC_ORDER, families, name_index
 from gpukit.families.spec import Family, TrecSyntax
@@ -156,15 +156,6 @@ Ranking: documents sorted by score descending, ties by docno descending; a
 document absent from rel_info_file is unjudged, a negative judgement means in
 the pool but unjudged; both count as non-relevant for most measures.
 """
-
-
-class TrecEvalError(GpukitError):
-    """A trec_eval failure: the lines it prints on stderr, and its exit code."""
-
-    def __init__(self, lines: Sequence[str], exit_code: int) -> None:
-        self.lines = list(lines)
-        self.exit_code = exit_code
-        super().__init__("; ".join(self.lines))
 
 
 # ------------------------------------------------------------------ options

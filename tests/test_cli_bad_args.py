@@ -183,9 +183,28 @@ def assert_one_error_line(rc: int, out: str, err: str) -> None:
         assert len(lines) == 1 and lines[0].startswith("gpukit: error: "), err
 
 
+# gpukit trec_eval is a drop-in: trec_eval's messages and exit codes (1: usage
+# or an illegal measure, 2: unreadable input), still one line, no traceback.
+TREC_EVAL_CASES: dict[str, tuple[Case, int]] = {
+    "illegal-measure": (lambda f: ["trec_eval", "-m", "bogus", f["qrels"], f["run"]], 1),
+    "no-files": (lambda f: ["trec_eval"], 1),
+    "missing-run": (lambda f: ["trec_eval", f["qrels"], f["missing"]], 2),
+    "bad-cutoff": (lambda f: ["trec_eval", "-m", "P.0", f["qrels"], f["run"]], 2),
+}
+
+
 def test_every_subcommand_has_bad_argument_cases() -> None:
     commands = {module.removesuffix("_cmd") for module in COMMAND_MODULES}
-    assert commands == set(CASES)
+    assert commands == set(CASES) | {"trec_eval"}
+
+
+@pytest.mark.parametrize("case", sorted(TREC_EVAL_CASES))
+def test_trec_eval_bad_arguments_exit_as_trec_eval_does(case: str, files: Files, capsys: pytest.CaptureFixture[str]) -> None:
+    make, code = TREC_EVAL_CASES[case]
+    rc = run_main(make(files))
+    err = capsys.readouterr().err
+    assert rc == code, err
+    assert "Traceback" not in err and err.strip(), err
 
 
 @pytest.mark.parametrize(

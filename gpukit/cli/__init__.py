@@ -37,6 +37,7 @@ COMMAND_HELP: dict[str, str] = {
     "bench": "measure an index on five separate cost axes at a stated quality point",
     "demo": "evaluate all-MiniLM-L6-v2 on the bundled BEIR SciFact test set (offline)",
     "measures": "list every measure family, its parameters, defaults and definition",
+    "trec_eval": "trec_eval 10.0's command line and output (-q, -c, -M, -l, -m, -J, -Z, -R, -n ...)",
 }
 
 

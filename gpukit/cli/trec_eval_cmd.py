@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 
+from gpukit.cli import COMMAND_HELP
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "trec_eval",
-        help="trec_eval 10.0's command line and output (-q, -c, -M, -l, -m, -J, -Z, -R, -n ...)",
+        help=COMMAND_HELP["trec_eval"],
         description="Run trec_eval's command line on gpukit: same options, same output bytes, same exit codes.",
         add_help=False,
         prefix_chars="\0",  # every argument, -h included, belongs to trec_eval
