@@ -18,6 +18,18 @@ _SIMPLE = {
     "num_ret": "NumRet",
     "num_rel": "NumRel",
     "num_rel_ret": "NumRelRet",
+    "num_q": "NumQ",
+    "gm_map": "GMAP",
+    "gm_bpref": "GMBpref",
+    "infAP": "infAP",
+    "11pt_avg": "IPrecAvg",
+    "utility": "Utility",
+    "set_P": "SetP",
+    "set_relative_P": "SetP(relative=True)",
+    "set_recall": "SetR",
+    "set_map": "SetAP",
+    "set_F": "SetF",
+    "num_nonrel_judged_ret": "NumNonRelJudgedRet",
 }
 _CUT = {"P": "P@{}", "recall": "R@{}", "ndcg_cut": "nDCG@{}", "map_cut": "AP@{}", "success": "Success@{}"}
 
@@ -28,6 +40,15 @@ def to_gpukit(name: str) -> str | None:
     m = re.fullmatch(r"(P|recall|ndcg_cut|map_cut|success)_(\d+)", name)
     if m:
         return _CUT[m.group(1)].format(m.group(2))
+    m = re.fullmatch(r"(iprec_at_recall|Rprec_mult)_(\d+\.\d\d)", name)
+    if m:  # trec_eval prints float levels with %3.2f
+        return {"iprec_at_recall": "IPrec@{}", "Rprec_mult": "RprecMult(mult={})"}[m.group(1)].format(m.group(2))
+    m = re.fullmatch(r"relative_P_(\d+)", name)
+    if m:
+        return f"RelativeP@{m.group(1)}"
+    m = re.fullmatch(r"(11pt_avg|utility|set_F)_([-\d.,]+)", name)
+    if m:  # parameters given on the command line, printed as given (11pt_avg_.25,.5,.75)
+        return f"{m.group(1)}.{m.group(2)}"
     m = re.fullmatch(r"ndcg_((?:\d+=[\d.]+,?)+)", name)
     if m:  # custom gains, e.g. ndcg_1=3,2=9,4=4.5
         return "ndcg." + m.group(1)

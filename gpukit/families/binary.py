@@ -72,19 +72,21 @@ P = register(Family(
 R = register(Family(
     name="R",
     summary="recall at rank k (or of the whole ranking)",
-    definition="R@k = |relevant in the top k| / R; without a cutoff, over the whole ranking",
+    definition="R@k = |relevant in the top k| / R; without a cutoff, over the whole ranking (trec_eval "
+    "set_recall, ir_measures SetR: the same computation)",
     kernel=_recall,
     cutoff="optional",
     params=(REL,),
-    aliases=(Alias("r", "ir_measures"), Alias("recall", "trec_eval", bare="expand")),
-    trec=(TrecSyntax("recall", "cutoffs", TREC_CUTOFFS),),
+    aliases=(Alias("r", "ir_measures"), Alias("recall", "trec_eval", bare="expand"),
+             Alias("SetR", "ir_measures"), Alias("set_recall", "trec_eval")),
+    trec=(TrecSyntax("recall", "cutoffs", TREC_CUTOFFS), TrecSyntax("set_recall")),
     trec_cutoffs=TREC_CUTOFFS,
     needs=frozenset({"grades", "ideal"}),
     defined_when=_R_RULE,
     describe=describe_binary,
-    trec_name=trec_names(cut="recall"),
+    trec_name=trec_names(cut="recall", uncut="set_recall"),
     examples=("R@5", "R", "R(rel=2)@3"),
-    trec_groups=("all_trec",),
+    trec_groups=("all_trec", "set"),
 ))
 
 Rprec = register(Family(
