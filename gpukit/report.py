@@ -204,7 +204,8 @@ class Report:
                     if keep:
                         lines.append(f"{trec_name(m, rel):<22}\t{q}\t{_trec_value(m, v)}")
         lines.append(f"{'runid':<22}\tall\t{self.run_name}")
-        lines.append(f"{'num_q':<22}\tall\t{len(self.query_ids)}")
+        if not any(m.family == "NumQ" for m in self.results):  # else printed as the measure itself
+            lines.append(f"{'num_q':<22}\tall\t{len(self.query_ids)}")
         for m, r in self.results.items():
             lines.append(f"{trec_name(m, rel):<22}\tall\t{_trec_value(m, r.mean)}")
         return "\n".join(lines)
