@@ -9,6 +9,7 @@ import torch
 
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
+from gpukit.data.text_table import check_stdin_once
 from gpukit.device import resolve_device
 from gpukit.evaluation import evaluate
 from gpukit.measures import parse_measures
@@ -42,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    check_stdin_once([args.qrels, *args.runs])
     measures = parse_measures(args.measures or DEFAULT_MEASURES, rel=args.relevance_level)
     device = resolve_device(args.device)
     qrels = Qrels.from_trec(args.qrels)
