@@ -1,6 +1,29 @@
 """Exception types. Every user-facing failure is a GpukitError subclass."""
 from __future__ import annotations
 
+#: Characters of input text an error message echoes at most (a huge line or
+#: id must not make a huge message).
+ECHO_CHARS = 200
+
+
+def echo(text: str | bytes, limit: int = ECHO_CHARS) -> str:
+    """``repr`` of input text for an error message, its content cut to about
+    ``limit`` characters (escapes counted as written) and marked ``...`` when
+    cut; bytes are decoded as UTF-8 with bad bytes replaced."""
+    cut = False
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        raw = bytes(text)
+        cut = len(raw) > 4 * limit
+        text = raw[: 4 * limit].decode("utf-8", "replace")
+    shown, width = [], 0
+    for ch in text:
+        width += len(repr(ch)) - 2
+        if width > limit:
+            cut = True
+            break
+        shown.append(ch)
+    return repr("".join(shown)) + ("..." if cut else "")
+
 
 class GpukitError(Exception):
     """Base class for errors gpukit reports to users."""

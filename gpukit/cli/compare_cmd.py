@@ -14,6 +14,7 @@ from gpukit.cli._options import check_output_path, device_name, grade, seed
 from gpukit.cli import COMMAND_HELP
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
+from gpukit.data.text_table import check_stdin_once
 from gpukit.device import resolve_device
 from gpukit.stats import TESTS, compare, plot_differences
 from gpukit.stats._common import StatsError
@@ -64,6 +65,7 @@ def _system_names(paths: list[str]) -> list[str]:
 def run_compare(args: argparse.Namespace) -> int:
     if len(args.runs) < 2:
         raise StatsError("compare needs at least two runs")
+    check_stdin_once([args.qrels, *args.runs])
     names = _system_names(args.runs)
     baseline = args.baseline
     if baseline is not None and baseline not in names:

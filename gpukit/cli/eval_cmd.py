@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 
 import torch
@@ -12,6 +13,7 @@ from gpukit.cli._options import device_name, grade, positive_int64
 from gpukit.cli import COMMAND_HELP
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
+from gpukit.data.text_table import check_stdin_once
 from gpukit.device import resolve_device
 from gpukit.evaluation import evaluate
 from gpukit.measures import parse_measures
@@ -45,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    check_stdin_once([args.qrels, *args.runs])
     measures = parse_measures(args.measures or DEFAULT_MEASURES, rel=args.relevance_level)
     device = resolve_device(args.device)
     qrels = Qrels.from_trec(args.qrels)
@@ -66,7 +69,11 @@ def run_eval(args: argparse.Namespace) -> int:
         from gpukit.trec_eval_compat import run_tag
 
         # trec_eval's runid is the run file's tag, and -l renames nothing (P_5 at any level).
-        tagged = [dataclasses.replace(r, run_name=run_tag(path)) for r, path in zip(reports, args.runs)]
+        # A pipe or stdin was read once already: its report keeps the run's name.
+        tagged = [
+            dataclasses.replace(r, run_name=run_tag(path)) if os.path.isfile(path) else r
+            for r, path in zip(reports, args.runs)
+        ]
         rel = 1 if args.relevance_level is None else args.relevance_level
         out.write("\n".join(r.to_trec(per_query=args.per_query, rel=rel) for r in tagged) + "\n")
     else:

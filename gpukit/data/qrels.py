@@ -27,7 +27,10 @@ from gpukit.data.text_table import (
     string_array,
     string_codes,
 )
-from gpukit.errors import InputFormatError
+from gpukit.errors import InputFormatError, echo
+
+#: The largest grade magnitude (ranking tensors are int32, -2**31 marks "not judged").
+MAX_ABS_GRADE = 2**31 - 2
 
 T = TypeVar("T")
 
@@ -67,7 +70,10 @@ class Qrels:
         """Read a TREC qrels file ``qid iter docno grade`` (plain or gzip).
 
         Lines starting with ``#`` are comments. A repeated (query, doc) pair is
-        an error naming both lines.
+        an error naming both lines. A grade is ASCII digits with an optional
+        leading ``-`` and at most ``MAX_ABS_GRADE`` in magnitude; anything else
+        (``+1``, ``0x1``, ``1e3``, ``1.0``) is an error naming its line.
+        ``path`` ``"-"`` reads standard input.
         """
         table = read_table(path, _TREC_QRELS_COLUMNS, "qrels")
         return cls._from_table(table)
@@ -88,7 +94,7 @@ class Qrels:
         for qid, docs_of_q in judgments.items():
             for did, grade in docs_of_q.items():
                 if isinstance(grade, float) and not float(grade).is_integer():
-                    raise InputFormatError(source, None, f"query {qid!r} doc {did!r}: grade {grade!r} is not an integer")
+                    raise InputFormatError(source, None, f"query {echo(qid)} doc {echo(did)}: grade {grade!r} is not an integer")
                 queries.append(str(qid))
                 docs.append(str(did))
                 grades.append(int(grade))
@@ -137,14 +143,15 @@ class Qrels:
 
     @classmethod
     def _from_codes(cls, q_codes, q_vocab, d_codes, d_space, grades, source, line_of) -> "Qrels":
-        # Rankings hold grades as int32 with -2**31 reserved for "not judged";
-        # checked once here so a wider grade is an error, never a wrap-around.
-        out_of_range = np.flatnonzero((grades <= -(2**31)) | (grades >= 2**31))
+        # Rankings hold grades as int32 with -2**31 reserved for "not judged" and
+        # need |grade| < 2**31 - 1 (the ideal-ranking sort packs 2**31 - 1 - grade);
+        # checked once here, with the line, so a wider grade is never a later error.
+        out_of_range = np.flatnonzero((grades > MAX_ABS_GRADE) | (grades < -MAX_ABS_GRADE))
         if len(out_of_range):
             row = int(out_of_range[0])
             raise InputFormatError(
                 source, line_of(row) if line_of else None,
-                f"grade {int(grades[row])} out of range (|grade| must be below 2**31)" + ("" if line_of else f" (row {row})"),
+                f"grade {int(grades[row])} out of range (|grade| must be at most {MAX_ABS_GRADE})" + ("" if line_of else f" (row {row})"),
             )
         q_codes = q_codes.astype(np.int64, copy=False)
         order = _pair_order(q_codes, d_codes, max(len(q_vocab), 1), d_space)
@@ -158,7 +165,7 @@ class Qrels:
             raise InputFormatError(
                 source,
                 line_of(second) if line_of else None,
-                f"duplicate judgment for query {qid!r} doc {did!r}{where}",
+                f"duplicate judgment for query {echo(qid)} doc {echo(did)}{where}",
             )
         return cls(
             query_ids=q_vocab,

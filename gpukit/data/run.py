@@ -33,7 +33,7 @@ from gpukit.data.text_table import (
     string_codes,
 )
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.errors import DeviceError, InputFormatError, UsageError
+from gpukit.errors import DeviceError, InputFormatError, UsageError, echo
 
 Dedup = Literal["error", "max", "first"]
 
@@ -77,7 +77,9 @@ class Run:
         anything after the run tag on a line, as trec_eval does. NaN scores are
         an error. A document retrieved twice for one query is an error naming
         both lines, unless ``dedup`` is ``"max"`` (keep the higher score) or
-        ``"first"`` (keep the first line).
+        ``"first"`` (keep the first line). Scores are strtod's decimal
+        spellings (see :mod:`gpukit.data.text_table`); ``path`` ``"-"`` reads
+        standard input.
         """
         table = read_table(path, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
         source = table.source
@@ -473,6 +475,6 @@ def _raise_duplicate(q, code, query_ids, doc_space, source, line_of, rows_of) ->
     if line_of is not None and rows_of is not None:
         lines = sorted(line_of(int(row)) or 0 for row in rows_of(q, code))
         raise InputFormatError(
-            source, lines[1], f"document {did!r} retrieved twice for query {qid!r} (lines {lines[0]} and {lines[1]}); pass dedup='max' or 'first' to keep one"
+            source, lines[1], f"document {echo(did)} retrieved twice for query {echo(qid)} (lines {lines[0]} and {lines[1]}); pass dedup='max' or 'first' to keep one"
         )
-    raise InputFormatError(source, None, f"document {did!r} retrieved twice for query {qid!r}")
+    raise InputFormatError(source, None, f"document {echo(did)} retrieved twice for query {echo(qid)}")

@@ -9,6 +9,27 @@ failure is re-checked by a slow line-by-line scan of the offending block so
 that the error names the file, the line and the problem; line numbers are
 counted only then.
 
+What is accepted (and the error scan checks exactly the same rules):
+
+* Fields are separated by runs of space, tab, CR, FF or VT; any other ASCII
+  control character (U+0000-U+0008, U+000E-U+001F, which ``str.split``
+  would treat as whitespace or keep) is an error.
+* A UTF-8 byte order mark is skipped as the file's first three bytes; anywhere
+  else it is an error (it is invisible, and would change an id).
+* Scores (``float`` columns): the whole field is ASCII ``[+-]digits[.digits]``
+  or ``[+-].digits``, optionally with an exponent ``e[+-]digits``, or
+  ``inf``/``infinity``/``nan`` in any case (NaN is rejected by the run
+  reader): strtod's decimal forms. Hexadecimal floats, digit separators
+  (``1_000``), non-ASCII digits and trailing text (which ``atof`` would
+  ignore) are errors. Magnitudes beyond float64 read as +-inf, as strtod does.
+* Integers (``int`` columns, qrels grades): ASCII digits with an optional
+  leading ``-`` and within int64; ``+1``, ``0x1``, ``1e3`` and ``1_000`` are
+  errors (``atoi`` would silently read some of them as another number).
+* A line may hold at most ``MAX_LINE_BYTES`` (1 MiB) before its newline.
+* A path that is not a regular file (a pipe, FIFO, ``/dev/stdin``, or ``-``
+  for standard input) is read exactly once, into a temporary file that lives
+  as long as the parsed table (so that errors can still name lines).
+
 Ids become integer codes into byte-wise sorted vocabularies by sorting, not
 hashing (see :func:`string_codes`): on large vocabularies hash tables are
 dominated by cache misses, and unifying per-block Arrow dictionaries was the
@@ -21,6 +42,10 @@ import io
 import mmap
 import os
 import re
+import stat
+import sys
+import tempfile
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -30,7 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from gpukit.errors import InputFormatError, UsageError, UsageTypeError
+from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, UsageError, UsageTypeError, echo
 
 BLOCK_BYTES = 64 << 20
 #: Inputs smaller than this (bytes of text; a gzip file counts 8x its size) are
@@ -38,10 +63,26 @@ BLOCK_BYTES = 64 << 20
 #: blocks to threads costs more than it overlaps (crossover measured in
 #: docs/benchmarks.md, "Reader strategy by input size").
 SMALL_INPUT_BYTES = 16 << 20
+#: The longest line (bytes before its newline) a reader accepts: bounds the
+#: memory a file without newlines (``/dev/zero``) can take.
+MAX_LINE_BYTES = 1 << 20
+
+#: The score spellings accepted (the fast parser's; see the module docstring).
+FLOAT_TEXT = re.compile(
+    r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf(?:inity)?|nan(?:\([0-9A-Za-z_]*\))?))"
+)
+#: The integer spelling accepted (qrels grades).
+INT_TEXT = re.compile(r"-?[0-9]+")
+_INT_TEXT_ARROW = "^-?[0-9]+$"
+_FIELD_SEP = re.compile(rb"[ \t\r\f\v]+")
+_BAD_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1f]")
+_BOM = b"\xef\xbb\xbf"
+_GZIP_MAGIC = b"\x1f\x8b"
+_SPOOL_CHUNK = 1 << 20
 
 _WS_RUN = re.compile(rb"[ \t\r\f\v]+")
 _EDGE_SPACE = re.compile(rb"^ | $", re.MULTILINE)
-_COMMENT_LINE = re.compile(rb"^[ \t]*#[^\n]*", re.MULTILINE)
+_COMMENT_LINE = re.compile(rb"^[ \t\r\f\v]*#[^\n]*", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -81,6 +122,8 @@ class ParsedTable:
                 with self._opener() as fh:
                     _skip(fh, offset)
                     block = fh.read(length)
+                if offset == 0 and block.startswith(_BOM):  # skipped by the parse too
+                    block = block[len(_BOM):]
                 for i, line in enumerate(block.split(b"\n")):
                     if _is_data_line(line):
                         if row == 0:
@@ -118,7 +161,7 @@ def _is_data_line(line: bytes) -> bool:
 
 def _is_gzip(path: str) -> bool:
     with open(path, "rb") as fh:
-        return fh.read(2) == b"\x1f\x8b"
+        return fh.read(2) == _GZIP_MAGIC
 
 
 def _opener_for(path: str) -> Callable[[], io.BufferedIOBase]:
@@ -142,37 +185,180 @@ def _arrow_type(kind: str) -> pa.DataType:
     return {"id": pa.string(), "float": pa.float64(), "int": pa.int64(), "skip": pa.string()}[kind]
 
 
+def _parse_type(kind: str) -> pa.DataType:
+    """The type a column is parsed as: integers as text, checked and converted by ``_parse_ints``."""
+    return pa.string() if kind == "int" else _arrow_type(kind)
+
+
 def _diagnose(
     source: str, block: bytes, first_line: int, columns: Sequence[Column], what: str, extra_ok: bool = False
 ) -> InputFormatError:
-    """Find the first bad line in a block by a plain scan and describe it."""
+    """Find the first bad line in a block by a plain scan and describe it.
+
+    The rules are the parser's (see the module docstring): fields split on
+    space, tab, CR, FF and VT only, and only id, score and grade fields are
+    decoded, so that a line the parser accepts is never reported.
+    """
     for i, raw in enumerate(block.split(b"\n")):
         line_no = first_line + i
+        if line_no == 1 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            return InputFormatError(source, line_no, "not UTF-8: the file starts with a UTF-16 byte order mark (convert it to UTF-8)")
         if not _is_data_line(raw):
             continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return InputFormatError(source, line_no, f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
-        fields = text.split()
+        bad = _BAD_CONTROL.search(raw)
+        if bad:
+            return InputFormatError(
+                source, line_no,
+                f"control character U+{ord(bad.group()):04X} at byte {bad.start() + 1} of the line "
+                f"(fields are separated by spaces, tabs, CR, FF or VT only): {echo(raw)}",
+            )
+        if _BOM in raw:
+            return InputFormatError(
+                source, line_no, "byte order mark (U+FEFF) inside the file; it is only skipped as the file's first bytes (concatenated files?)"
+            )
+        fields = _FIELD_SEP.split(raw.strip(b" \t\r\f\v"))
         if len(fields) < len(columns) or (len(fields) > len(columns) and not extra_ok):
             names = " ".join(c.name for c in columns)
             expected = f"at least {len(columns)}" if extra_ok else str(len(columns))
             return InputFormatError(
-                source, line_no, f"expected {expected} columns ({names}) in a {what} file, got {len(fields)}: {text.strip()!r}"
+                source, line_no, f"expected {expected} columns ({names}) in a {what} file, got {len(fields)}: {echo(raw.strip())}"
             )
-        for col, value in zip(columns, fields):
-            if col.kind == "float":
-                try:
-                    float(value)
-                except ValueError:
-                    return InputFormatError(source, line_no, f"{col.name} {value!r} is not a number")
-            elif col.kind == "int":
-                try:
-                    int(value)
-                except ValueError:
-                    return InputFormatError(source, line_no, f"{col.name} {value!r} is not an integer")
+        for col, field_bytes in zip(columns, fields):
+            if col.kind == "skip":
+                continue
+            try:
+                value = field_bytes.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                start = raw.find(field_bytes) + exc.start
+                return InputFormatError(source, line_no, f"not valid UTF-8 ({exc.reason} at byte {start})")
+            if col.kind == "float" and not FLOAT_TEXT.fullmatch(value):
+                return InputFormatError(
+                    source, line_no, f"{col.name} {echo(value)} is not a number (decimal digits with optional sign, point and exponent, or inf)"
+                )
+            if col.kind == "int":
+                if not INT_TEXT.fullmatch(value):
+                    return InputFormatError(
+                        source, line_no, f"{col.name} {echo(value)} is not an integer (ASCII digits with an optional leading '-')"
+                    )
+                if not -(2**63) <= int(value) < 2**63:
+                    return InputFormatError(source, line_no, f"{col.name} {echo(value)} out of range (beyond 64 bits)")
     return InputFormatError(source, None, f"could not parse the {what} file (no single bad line found in lines {first_line}+)")
+
+
+def _parse_ints(table: pa.Table, names: Sequence[str]) -> pa.Table | None:
+    """Integer columns parsed as text turned into int64; None if one field is
+    not a plain decimal integer within int64 (Arrow's own integer parser
+    would accept ``0x1``)."""
+    for name in names:
+        column = table.column(name)
+        if len(column) and not pc.all(pc.match_substring_regex(column, _INT_TEXT_ARROW)).as_py():
+            return None
+        try:
+            converted = pc.cast(column, pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        table = table.set_column(table.schema.get_field_index(name), name, converted)
+    return table
+
+
+def _has_bom(buf, start: int, end: int, at_file_start: bool) -> bool:
+    """Whether a UTF-8 byte order mark lies in ``buf[start:end]`` (the file's
+    first three bytes excepted). 0xEF is rare in TREC files: found by memchr
+    first, a three-byte search only where it is common."""
+    if at_file_start and buf[start : start + len(_BOM)] == _BOM:
+        start += len(_BOM)
+    pos, tries = buf.find(b"\xef", start, end), 0
+    while pos >= 0:
+        if buf[pos : pos + len(_BOM)] == _BOM:
+            return True
+        tries += 1
+        if tries > 64:
+            return buf.find(_BOM, pos, end) >= 0
+        pos = buf.find(b"\xef", pos + 1, end)
+    return False
+
+
+class _LineTooLong(Exception):
+    """Raised by the block readers: the line at file offset ``offset`` is too long."""
+
+    def __init__(self, offset: int, head: bytes) -> None:
+        super().__init__(offset)
+        self.offset = offset
+        self.head = head
+
+
+def _long_line(buf, start: int, end: int, limit: int) -> int:
+    """Start of the first line in ``buf[start:end]`` longer than ``limit``
+    bytes (newline excluded), or -1. A line longer than ``limit`` covers a
+    whole window of ``limit // 2`` bytes without a newline, so one memchr per
+    window suffices; only such a window is measured exactly."""
+    step = max(limit // 2, 1)
+    pos = start
+    while pos + step <= end:
+        if buf.find(b"\n", pos, pos + step) >= 0:
+            pos += step
+            continue
+        line_start = max(start, buf.rfind(b"\n", start, pos) + 1)
+        nl = buf.find(b"\n", pos + step, min(end, line_start + limit + 1))
+        line_end = nl if nl >= 0 else min(end, line_start + limit + 1)
+        if line_end - line_start > limit:
+            return line_start
+        pos = line_end + 1
+    return -1
+
+
+def _too_long(source: str, line: int, head: bytes) -> InputFormatError:
+    return InputFormatError(
+        source, line, f"line longer than {MAX_LINE_BYTES} bytes (the longest line a reader accepts): {echo(head)}"
+    )
+
+
+def _spool(stream, source: str) -> str:
+    """Copy an input that cannot be read twice (pipe, FIFO, stdin, device)
+    into a temporary file, reading it once, whole; returns the file's path.
+    An uncompressed input stops at the first line longer than
+    ``MAX_LINE_BYTES`` (so ``/dev/zero`` fails at once)."""
+    fd, path = tempfile.mkstemp(prefix="gpukit-input-")
+    cap = 4 * ECHO_CHARS
+    try:
+        with os.fdopen(fd, "wb") as out:
+            head, newlines, line_len, line_head = b"", 0, 0, b""
+            while True:
+                chunk = stream.read(_SPOOL_CHUNK)
+                if not chunk:
+                    break
+                out.write(chunk)
+                if len(head) < 2:
+                    head += chunk[:2]
+                if head[:2] == _GZIP_MAGIC:
+                    continue  # lines are checked once decompressed
+                count = chunk.count(b"\n")
+                if count:
+                    newlines += count
+                    tail = chunk[chunk.rfind(b"\n") + 1 :]
+                    line_len, line_head = len(tail), tail[:cap]
+                else:
+                    line_len += len(chunk)
+                    line_head += chunk[: cap - len(line_head)]
+                if line_len > MAX_LINE_BYTES:
+                    raise _too_long(source, newlines + 1, line_head)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:  # pragma: no cover - already gone
+        pass
+
+
+def check_stdin_once(paths: Sequence[str]) -> None:
+    """Standard input (``-``) can be read once: an error if it is named twice."""
+    if sum(os.fspath(p) == "-" for p in paths) > 1:
+        raise GpukitError("standard input ('-') can be read only once: give it for the qrels or for one run, not both")
 
 
 def _cut_extra_fields(block: bytes, n_fields: int) -> bytes:
@@ -192,6 +378,11 @@ def _has_slow_whitespace(buf, start: int, end: int) -> bool:
     spaces are found after the fast parse instead, as empty fields (see
     ``_has_empty_field``).
     """
+    return _has_control_byte(buf, start, end) or buf.find(b"#", start, end) >= 0
+
+
+def _has_control_byte(buf, start: int, end: int) -> bool:
+    """Whether ``buf[start:end]`` holds a byte below 0x20 other than the newline."""
     data = np.frombuffer(memoryview(buf)[start:end], dtype=np.uint8)
     scratch = np.empty(min(_SCAN_BYTES, len(data)), dtype=np.uint8)
     for lo in range(0, len(data), _SCAN_BYTES):
@@ -204,7 +395,7 @@ def _has_slow_whitespace(buf, start: int, end: int) -> bool:
         np.subtract(s, 1, out=s)
         if int(s.min()) < 31:
             return True
-    return buf.find(b"#", start, end) >= 0
+    return False
 
 
 def _has_empty_field(table: pa.Table) -> bool:
@@ -248,10 +439,14 @@ def _mapped_blocks(mapped: mmap.mmap):
     while offset < size:
         end = min(offset + BLOCK_BYTES, size)
         cut = size if end == size else mapped.rfind(b"\n", offset, end) + 1
-        if cut == 0:  # no newline in a whole block: the block runs to the next one
-            nl = mapped.find(b"\n", end)
-            cut = size if nl < 0 else nl + 1
-        yield whole[offset:cut], offset, cut - offset, _has_slow_whitespace(mapped, offset, cut)
+        if cut == 0:  # no newline in a whole block: the block runs to the next one (if not too far)
+            nl = mapped.find(b"\n", end, offset + MAX_LINE_BYTES + 1)
+            cut = nl + 1 if nl >= 0 else min(size, max(end, offset + MAX_LINE_BYTES + 1))
+        long = _long_line(mapped, offset, cut, MAX_LINE_BYTES)
+        if long >= 0:
+            raise _LineTooLong(long, mapped[long : long + 4 * ECHO_CHARS])
+        slow = _has_slow_whitespace(mapped, offset, cut) or _has_bom(mapped, offset, cut, offset == 0)
+        yield whole[offset:cut], offset, cut - offset, slow
         offset = cut
 
 
@@ -279,10 +474,15 @@ def _buffered_blocks(fh: io.BufferedIOBase, size_hint: int):
         at_end = total < len(buf)
         cut = total if at_end else buf.rfind(b"\n", 0, total) + 1
         if cut == 0 and not at_end:  # one line longer than a block: keep reading
+            if total > MAX_LINE_BYTES:
+                raise _LineTooLong(offset, bytes(buf[: 4 * ECHO_CHARS]))
             carry = bytes(buf[:total])
             continue
+        long = _long_line(buf, 0, cut, MAX_LINE_BYTES)
+        if long >= 0:
+            raise _LineTooLong(offset + long, bytes(buf[long : long + 4 * ECHO_CHARS]))
         carry = bytes(buf[cut:total])
-        yield view[:cut], offset, cut, _has_slow_whitespace(buf, 0, cut)
+        yield view[:cut], offset, cut, _has_slow_whitespace(buf, 0, cut) or _has_bom(buf, 0, cut, offset == 0)
         offset += cut
         current = (current + 1) % 2
         if at_end:
@@ -335,16 +535,54 @@ def read_table(
     space, and such a block (or one with tabs, CRs or ``#``) is parsed again
     after ``_normalise``, exactly as before. Line numbers are counted only
     when an error message needs them.
+
+    ``path`` ``"-"`` is standard input (named ``<stdin>`` in errors). A path
+    that is not a regular file is read once into a temporary file first (see
+    :func:`_spool`); a directory, a missing or unreadable path is an error
+    naming it.
     """
     source = os.fspath(path)
-    if not os.path.exists(source):
-        raise InputFormatError(source, None, "no such file")
-    if os.path.isdir(source):
-        raise InputFormatError(source, None, "is a directory, not a file")
-    opener = _opener_for(source)
+    spooled: str | None = None
+    if source == "-":
+        source = "<stdin>"
+        spooled = _spool(sys.stdin.buffer, source)
+    else:
+        try:
+            mode = os.stat(source).st_mode
+        except FileNotFoundError:
+            raise InputFormatError(source, None, "no such file") from None
+        except OSError as exc:
+            raise InputFormatError(source, None, f"cannot open: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(mode):
+            raise InputFormatError(source, None, "is a directory, not a file")
+        if not stat.S_ISREG(mode):
+            try:
+                stream = open(source, "rb")
+            except OSError as exc:
+                raise InputFormatError(source, None, f"cannot open: {exc.strerror or exc}") from None
+            with stream:
+                spooled = _spool(stream, source)
+    try:
+        table = _read_file(source, spooled or source, columns, what, rest_of_line_ignored)
+    except BaseException:
+        if spooled:
+            _remove(spooled)
+        raise
+    if spooled:
+        weakref.finalize(table, _remove, spooled)  # line numbers of later errors still read it
+    return table
+
+
+def _read_file(source: str, file: str, columns: Sequence[Column], what: str, rest_of_line_ignored: bool) -> ParsedTable:
+    """:func:`read_table` of the regular file ``file``; ``source`` names it in errors."""
+    try:
+        opener = _opener_for(file)
+    except OSError as exc:
+        raise InputFormatError(source, None, f"cannot open: {exc.strerror or exc}") from None
     wanted = [c.name for c in columns if c.kind != "skip"]
+    ints = [c.name for c in columns if c.kind == "int"]
     convert = pacsv.ConvertOptions(
-        column_types={c.name: _arrow_type(c.kind) for c in columns},
+        column_types={c.name: _parse_type(c.kind) for c in columns},
         include_columns=wanted,
         strings_can_be_null=False,
         quoted_strings_can_be_null=False,
@@ -352,15 +590,15 @@ def read_table(
     )
     # Fast path: every column materialised (skipped ones as unvalidated bytes) so empty fields show.
     convert_checked = pacsv.ConvertOptions(
-        column_types={c.name: pa.binary() if c.kind == "skip" else _arrow_type(c.kind) for c in columns},
+        column_types={c.name: pa.binary() if c.kind == "skip" else _parse_type(c.kind) for c in columns},
         include_columns=[c.name for c in columns],
         strings_can_be_null=False,
         quoted_strings_can_be_null=False,
         null_values=[],
     )
     parse = pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True)
-    gzipped = _is_gzip(source)
-    size_hint = os.path.getsize(source) * (8 if gzipped else 1)
+    gzipped = _is_gzip(file)
+    size_hint = os.path.getsize(file) * (8 if gzipped else 1)
     small = size_hint < SMALL_INPUT_BYTES
     read = pacsv.ReadOptions(column_names=[c.name for c in columns], use_threads=not small, block_size=4 << 20)
 
@@ -368,6 +606,13 @@ def read_table(
 
     def parse_block(block: memoryview, slow: bool, block_offset: int) -> pa.Table | None:
         """One block to a table of the wanted columns (None: no data lines)."""
+        if block_offset == 0 and bytes(block[: len(_BOM)]) == _BOM:
+            block = block[len(_BOM) :]  # skipped at the start of the file only (Arrow would skip it at any block's start)
+
+        def bad_line() -> InputFormatError:
+            line_no = 1 + _count_newlines(opener, block_offset)
+            return _diagnose(source, bytes(block), line_no, columns, what, rest_of_line_ignored)
+
         table = None
         if not slow:
             arrow_block = pa.py_buffer(block)
@@ -382,6 +627,11 @@ def read_table(
         if table is None:
             raw = bytes(block)
             normalised = _normalise(raw)
+            # Normalised, a block holds no tab, CR, FF or VT: any control byte left
+            # but the newline is an error, and so is a BOM (a block with either is
+            # flagged slow by the block readers).
+            if slow and (_has_control_byte(normalised, 0, len(normalised)) or _has_bom(normalised, 0, len(normalised), False)):
+                raise bad_line()
             if not normalised.strip():
                 return None
             try:
@@ -397,8 +647,11 @@ def read_table(
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                         table = None
                 if table is None:
-                    line_no = 1 + _count_newlines(opener, block_offset)
-                    raise _diagnose(source, raw, line_no, columns, what, rest_of_line_ignored) from None
+                    raise bad_line() from None
+        if ints:
+            table = _parse_ints(table, ints)
+            if table is None:
+                raise bad_line()
         return table
 
     chunks: dict[str, list[pa.Array]] = {name: [] for name in wanted}
@@ -429,9 +682,11 @@ def read_table(
         while True:
             try:
                 item = next(reader, None)
-            except (OSError, EOFError) as exc:
+            except (OSError, EOFError, _LineTooLong) as exc:
                 if pending is not None:
                     collect(pending)  # an error in an earlier block comes first
+                if isinstance(exc, _LineTooLong):
+                    raise _too_long(source, 1 + _count_newlines(opener, exc.offset), exc.head) from None
                 raise InputFormatError(source, None, f"cannot read (corrupt gzip?): {exc}") from None
             if pending is not None:
                 collect(pending)
