@@ -18,14 +18,20 @@ _SIMPLE = {
     "num_ret": "NumRet",
     "num_rel": "NumRel",
     "num_rel_ret": "NumRelRet",
+    "binG": "BinG",
+    "G": "G",
+    "ndcg_rel": "nDCGRel",
+    "Rndcg": "RnDCG",
+    "rbp": "RBP(p=0.9)",
+    "rbp_resid": "RBPResid(p=0.9)",
 }
-_CUT = {"P": "P@{}", "recall": "R@{}", "ndcg_cut": "nDCG@{}", "map_cut": "AP@{}", "success": "Success@{}"}
+_CUT = {"P": "P@{}", "recall": "R@{}", "ndcg_cut": "nDCG@{}", "map_cut": "AP@{}", "success": "Success@{}", "unj": "Unjudged@{}"}
 
 
 def to_gpukit(name: str) -> str | None:
     if name in _SIMPLE:
         return _SIMPLE[name]
-    m = re.fullmatch(r"(P|recall|ndcg_cut|map_cut|success)_(\d+)", name)
+    m = re.fullmatch(r"(P|recall|ndcg_cut|map_cut|success|unj)_(\d+)", name)
     if m:
         return _CUT[m.group(1)].format(m.group(2))
     m = re.fullmatch(r"ndcg_((?:\d+=[\d.]+,?)+)", name)
