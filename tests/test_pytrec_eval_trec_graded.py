@@ -20,6 +20,7 @@ import math
 import random
 
 import pytest
+import torch
 
 import gpukit
 from gpukit.errors import MeasureError
@@ -240,6 +241,16 @@ def test_gpukit_convention_omits_undefined_queries():
         assert kept and value == 0.0, name
     for name in ("RBP(p=0.9)", "RBPResid(p=0.9)", "Unjudged@5"):
         assert _one(qrels, run, name)[1], name
+
+
+def test_device_running_sums_and_products_equal_the_cpu_ones_bitwise():
+    """The column-at-a-time path (CUDA) combines in the CPU's order, so both give the same bits."""
+    from gpukit.metrics.trec_graded import column_by_column_scan, ordered_cumprod, ordered_cumsum
+
+    values = torch.rand((33, 257), generator=torch.Generator().manual_seed(4), dtype=torch.float64) * 7
+    assert torch.equal(column_by_column_scan(values), ordered_cumsum(values))
+    factors = 1.0 - values / 8  # survival probabilities, as ERR multiplies them
+    assert torch.equal(column_by_column_scan(factors, product=True), ordered_cumprod(factors))
 
 
 # ------------------------------------------------------------------ names

@@ -20,17 +20,29 @@ from gpukit.metrics.graded import Gain, discounts, gains
 
 
 def ordered_cumsum(values: torch.Tensor) -> torch.Tensor:
-    """Row-wise running sums (Q, K), added strictly left to right on every device.
+    """Row-wise running sums (Q, K), added strictly left to right on every device."""
+    return _ordered_scan(values, product=False)
 
-    CPU's cumsum is a sequential running sum; CUDA's is a parallel scan with
-    other rounding, so there the columns are added one at a time.
-    """
+
+def ordered_cumprod(values: torch.Tensor) -> torch.Tensor:
+    """Row-wise running products (Q, K), multiplied strictly left to right on every device."""
+    return _ordered_scan(values, product=True)
+
+
+def _ordered_scan(values: torch.Tensor, product: bool) -> torch.Tensor:
+    # CPU's cumsum and cumprod run sequentially; CUDA's are parallel scans
+    # with other rounding, so there the columns are combined one at a time.
     if values.device.type == "cpu" or values.shape[1] == 0:
-        return values.cumsum(1)
+        return values.cumprod(1) if product else values.cumsum(1)
+    return column_by_column_scan(values, product)
+
+
+def column_by_column_scan(values: torch.Tensor, product: bool = False) -> torch.Tensor:
+    """The device path of :func:`ordered_cumsum` / :func:`ordered_cumprod` (usable on any device)."""
     out = torch.empty_like(values)
-    total = torch.zeros_like(values[:, 0])
+    total = torch.ones_like(values[:, 0]) if product else torch.zeros_like(values[:, 0])
     for col in range(values.shape[1]):
-        total = total + values[:, col]
+        total = total * values[:, col] if product else total + values[:, col]
         out[:, col] = total
     return out
 
