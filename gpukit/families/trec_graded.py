@@ -72,6 +72,8 @@ def _ndcg_rel(r, m, cuts):
 
 
 def _rndcg(r, m, cuts):
+    # Custom gains can leave R > 0 without a positive gain: trec_eval then
+    # divides 0 by 0 points (nan); gpukit scores 0 and the query is undefined.
     v, points = kernels.ndcg_at_r_levels(_ranked(r, m), ideal_gains(r.ideal, m.gain), r.num_ret)
     has_rel = r.num_relevant(m.rel) > 0
     v = v.where(has_rel, v.new_zeros(()))  # trec_eval returns 0 before anything else when R = 0
@@ -83,11 +85,17 @@ def _max_grade(r):
 
 
 def _rbp(r, m, cuts):
+    # trec_eval's rbp leaves the min and max of its gain scaling uninitialised,
+    # so its value can depend on the measures computed before it; the table's
+    # own extremes are what it means (and what it prints run alone).
     v = kernels.rank_biased_precision(r.grades, _max_grade(r), m.gain, m.param("p"))[:, None]
     return v, always(v)
 
 
 def _rbp_resid(r, m, cuts):
+    # A query missing from the run (-c) scores 0, as trec_eval's rbp_resid; with
+    # rbp_resid.p=X trec_eval prints 1 there (its clean-up of the one-document
+    # stand-in ranking matches the measure's name without parameters only).
     v = kernels.rbp_residual(r.grades, r.num_ret, m.param("p"))[:, None]
     return v, always(v)
 
