@@ -329,3 +329,5 @@ def reference_evaluate(
 
 # Further families' references register themselves here (one module per group).
 import reference_trec_binary  # noqa: E402,F401
+import reference_trec_graded  # noqa: E402,F401
+import reference_user_models  # noqa: E402,F401

@@ -30,14 +30,20 @@ _SIMPLE = {
     "set_map": "SetAP",
     "set_F": "SetF",
     "num_nonrel_judged_ret": "NumNonRelJudgedRet",
+    "binG": "BinG",
+    "G": "G",
+    "ndcg_rel": "nDCGRel",
+    "Rndcg": "RnDCG",
+    "rbp": "RBP(p=0.9)",
+    "rbp_resid": "RBPResid(p=0.9)",
 }
-_CUT = {"P": "P@{}", "recall": "R@{}", "ndcg_cut": "nDCG@{}", "map_cut": "AP@{}", "success": "Success@{}"}
+_CUT = {"P": "P@{}", "recall": "R@{}", "ndcg_cut": "nDCG@{}", "map_cut": "AP@{}", "success": "Success@{}", "unj": "Unjudged@{}"}
 
 
 def to_gpukit(name: str) -> str | None:
     if name in _SIMPLE:
         return _SIMPLE[name]
-    m = re.fullmatch(r"(P|recall|ndcg_cut|map_cut|success)_(\d+)", name)
+    m = re.fullmatch(r"(P|recall|ndcg_cut|map_cut|success|unj)_(\d+)", name)
     if m:
         return _CUT[m.group(1)].format(m.group(2))
     m = re.fullmatch(r"(iprec_at_recall|Rprec_mult)_(\d+\.\d\d)", name)
