@@ -8,6 +8,7 @@ from gpukit.conventions import Convention, get_convention
 from gpukit.data import Qrels, Run
 from gpukit.evaluation import evaluate
 from gpukit.measures import Measure, parse_measure, parse_measures
+from gpukit.prefs_evaluation import evaluate_judgment_groups, evaluate_prefs  # noqa: F401  (exported)
 from gpukit.pipelines import RetrievalEvaluator, evaluate_embeddings, sharded_search
 from gpukit.report import MeasureResult, Report
 from gpukit.stats import ComparisonTable, compare

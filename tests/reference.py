@@ -328,3 +328,4 @@ def reference_evaluate(
 
 
 # Further families' references register themselves here (one module per group).
+import reference_prefs  # noqa: E402,F401
