@@ -4,8 +4,10 @@ the refusals of gpukit.evaluate and the streaming evaluator."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -239,3 +241,20 @@ def test_rnonrel_ret_keeps_up_to_all_relevant_in_a_partial_order():
     got = gpukit.evaluate_prefs(Prefs.from_arrays(*zip(*lines)), gpukit.Run.from_dict(run), "prefs_avgjg_Rnonrel_ret")
     assert got.means() == {"PrefsAvgJGRnonrelRet": 0.5}
     assert reference_prefs_evaluate(lines, run, ["PrefsAvgJGRnonrelRet"])["measures"]["PrefsAvgJGRnonrelRet"]["mean"] == 0.5
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_equals_cpu_bitwise():
+    """Same kernels on CUDA: every per-query value equal to the CPU's, bit for bit."""
+    data = Path(__file__).parent / "data" / "trec_eval"
+    cases = [
+        (gpukit.evaluate_prefs, Prefs.from_trec(data / "prefs.test"), gpukit.Run.from_trec(data / "prefs.results.test")),
+        (gpukit.evaluate_prefs, Prefs.from_qrels_file(data / "qrels.test"), gpukit.Run.from_trec(data / "results.test")),
+        (gpukit.evaluate_judgment_groups, JudgmentGroups.from_trec(data / "qrels.123"), gpukit.Run.from_trec(data / "results.test")),
+    ]
+    for evaluate, judgments, run in cases:
+        on_cpu = evaluate(judgments, run, device="cpu")
+        on_cuda = evaluate(judgments, run, device="cuda")
+        for m in on_cpu.measures:
+            assert torch.equal(on_cpu[m].per_query, on_cuda[m].per_query.cpu()), str(m)
+            assert on_cpu[m].mean == on_cuda[m].mean, str(m)

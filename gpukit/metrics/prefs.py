@@ -158,6 +158,11 @@ def rnonrel_pairs(j: JudgedDocs, retrieved_only: bool) -> tuple[torch.Tensor, to
     except that the several-JSG case keeps counting up to all relevant ones,
     as trec_eval does). ``retrieved_only`` leaves out pairs with an
     unretrieved document.
+
+    One divergence: when the lowest class has fewer than R documents (possible
+    only with several non-relevant levels, e.g. qrels_prefs grades 0 and -1),
+    trec_eval reads past the end of the class (undefined memory); here the
+    whole class is kept.
     """
     prefs, present, lowest = j.prefs, j.present, j.lowest
     ret, num_rel, num_rel_ret, nonrel = _rel_counts(j)
