@@ -258,3 +258,11 @@ def test_cuda_equals_cpu_bitwise():
         for m in on_cpu.measures:
             assert torch.equal(on_cpu[m].per_query, on_cuda[m].per_query.cpu()), str(m)
             assert on_cpu[m].mean == on_cuda[m].mean, str(m)
+
+
+def test_a_hash_inside_a_docno_is_not_a_comment(tmp_path):
+    """trec_eval skips lines that start with '#', and only those (prefs.comment.test, qrels.comments.123)."""
+    prefs = Prefs.from_trec(_write(tmp_path, "p.txt", "# a comment\nq g s d#37 1\nq g s d2 0\n"))
+    assert [r[3] for r in prefs.to_rows()] == ["d#37", "d2"]
+    groups = JudgmentGroups.from_trec(_write(tmp_path, "j.txt", "# a comment\nq u d#37 1\n"))
+    assert groups.to_dict() == {"q": {"u": {"d#37": 1}}}
