@@ -28,6 +28,8 @@ _LAZY: dict[str, str] = {
     "datasets": "gpukit.datasets",
     "evaluate": "gpukit.evaluation",
     "evaluate_embeddings": "gpukit.pipelines",
+    "evaluate_judgment_groups": "gpukit.prefs_evaluation",
+    "evaluate_prefs": "gpukit.prefs_evaluation",
     "get_convention": "gpukit.conventions",
     "parse_measure": "gpukit.measures",
     "parse_measures": "gpukit.measures",
@@ -58,5 +60,6 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from gpukit.evaluation import evaluate
     from gpukit.measures import Measure, parse_measure, parse_measures
     from gpukit.pipelines import RetrievalEvaluator, evaluate_embeddings, sharded_search
+    from gpukit.prefs_evaluation import evaluate_judgment_groups, evaluate_prefs
     from gpukit.report import MeasureResult, Report
     from gpukit.stats import ComparisonTable, compare

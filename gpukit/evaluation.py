@@ -15,9 +15,25 @@ from gpukit.conventions import Convention, get_convention
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import DeviceLike, resolve_device
+from gpukit.errors import MeasureError
 from gpukit.measures import Measure, MeasureLike, parse_measures
 from gpukit.ranking import RankedJudgments, form_ranking
 from gpukit.report import MeasureResult, Report, describe_conventions
+
+#: Ranking inputs an ordinary qrels does not provide, and the API that does.
+SEPARATE_INPUTS = {"prefs": "gpukit.evaluate_prefs", "judgment_groups": "gpukit.evaluate_judgment_groups"}
+
+
+def check_ranking_inputs(measures: Sequence[Measure], provides: str) -> None:
+    """Refuse measures whose family needs judgments other than ``provides``
+    ("qrels" or one of SEPARATE_INPUTS) with a MeasureError naming the API to use."""
+    for m in measures:
+        need = next((n for n in SEPARATE_INPUTS if n in m.spec.needs), "qrels")
+        if need != provides:
+            use = SEPARATE_INPUTS.get(need, "gpukit.evaluate")
+            what = {"qrels": "ordinary qrels", "prefs": "preference judgments", "judgment_groups": "judgment groups"}
+            raise MeasureError(f"{m} needs {what[need]}, not {what[provides]}; use {use}")
+
 
 def compute_measures(ranking: RankedJudgments, measures: Sequence[Measure]) -> dict[Measure, tuple[torch.Tensor, torch.Tensor]]:
     """Per-query values and "defined" masks, each (T,), for every measure.
@@ -77,10 +93,18 @@ def evaluate(
     if isinstance(convention, Convention) and complete is not None:
         conv = Convention(conv.name, complete, conv.omit_undefined)
     parsed = parse_measures(measures, rel=relevance_level)
+    check_ranking_inputs(parsed, "qrels")
     target = run.device if device is None else resolve_device(device)
     if run.device != target:
         run = run.to(target)
     ranking = form_ranking(qrels, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
+    return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
+
+
+def report_of(ranking, parsed: Sequence[Measure], conv: Convention, run_name: str, device: torch.device, *,
+              max_depth: int | None, score_dtype: torch.dtype) -> Report:
+    """The Report of ``parsed`` over a formed ranking (any ranking form whose
+    families' kernels read it: RankedJudgments, PrefsRanking...)."""
     values = compute_measures(ranking, parsed)
     masks = [values[m][1] if conv.omit_undefined else torch.ones_like(values[m][1]) for m in parsed]
     built = MeasureResult.build_all(
@@ -92,11 +116,11 @@ def evaluate(
     )
     results: dict[Measure, MeasureResult] = dict(zip(parsed, built))
     return Report(
-        run_name=run.name,
+        run_name=run_name,
         query_ids=ranking.query_ids,
         results=results,
         convention=conv,
         queries_not_in_run=int((~ranking.in_run).sum()),
         run_queries_not_in_qrels=ranking.run_queries_not_in_qrels,
-        device=str(target),
+        device=str(device),
     )

@@ -654,23 +654,30 @@ def _help(opts: Options, out: IO[str]) -> None:
 def _evaluate_other_format(opts: Options, outputs: list[Output]) -> Evaluated:
     """-R prefs / qrels_prefs / qrels_jg: evaluated by gpukit's preference and
     judgment-group API when this build has it."""
-    import gpukit
+    from gpukit.data.prefs import Prefs
+    from gpukit.data.qrels_jg import JudgmentGroups
+    from gpukit.prefs_evaluation import evaluate_judgment_groups, evaluate_prefs
 
-    api_name = REL_INFO_FORMATS[opts.rel_info_format]
-    api = getattr(gpukit, api_name or "", None)
-    if api is None:
-        raise TrecEvalError(
-            [f"gpukit trec_eval: -R {opts.rel_info_format} needs gpukit.{api_name}, which this build does not have",
-             f"trec_eval: Quit in file '{opts.rel_info_file}'"], 2)
+    fmt = opts.rel_info_format
     run, tag = _read_run(opts.results_file)
-    measures = [o.measure for o in outputs if o.measure is not None]
+    # num_q counts the topics whatever the judgments are; the rest need the other format's ranking form.
+    measures = [o.measure for o in outputs if o.measure is not None and o.measure.family != "NumQ"]
+    common = {"convention": "trec_eval", "complete": opts.complete, "max_depth": opts.max_depth}
     try:
-        report = api(opts.rel_info_file, run, measures, rel_info_format=opts.rel_info_format, convention="trec_eval",
-                     complete=opts.complete, max_depth=opts.max_depth, relevance_level=opts.relevance_level)
+        if fmt == "qrels_jg":
+            groups = JudgmentGroups.from_trec(opts.rel_info_file)
+            report = evaluate_judgment_groups(groups, run, measures, relevance_level=opts.relevance_level, **common)
+        else:
+            prefs = Prefs.from_trec(opts.rel_info_file) if fmt == "prefs" else Prefs.from_qrels_file(opts.rel_info_file)
+            report = evaluate_prefs(prefs, run, measures, **common)
     except GpukitError as exc:
         raise TrecEvalError([f"gpukit trec_eval: {exc}", "trec_eval: Can't calculate measure"], 4) from None
     qids = list(report.query_ids)
-    per_query = {o.name: [float(v) for v in report[o.measure].per_query.tolist()] for o in outputs if o.measure is not None}
+    per_query = {
+        o.name: [1.0] * len(qids) if o.measure.family == "NumQ" else [float(v) for v in report[o.measure].per_query.tolist()]
+        for o in outputs
+        if o.measure is not None
+    }
     summary = {o.name: _aggregate(o, per_query[o.name], len(qids)) for o in outputs if o.measure is not None}
     return Evaluated(qids, tag, outputs, per_query, summary, {o.name: [""] * len(qids) for o in outputs if o.kind == "relstring"})
 

@@ -331,3 +331,4 @@ def reference_evaluate(
 import reference_trec_binary  # noqa: E402,F401
 import reference_trec_graded  # noqa: E402,F401
 import reference_user_models  # noqa: E402,F401
+import reference_prefs  # noqa: E402,F401

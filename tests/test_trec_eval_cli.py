@@ -324,8 +324,10 @@ def test_judged_docs_only_matches_pytrec_eval(seed, level, tmp_path, capsys):
 
 # ------------------------------------------------------- gpukit eval --format trec
 def _trec_roots() -> list[str]:
-    """Every trec_eval -m name the registry has (each family's trec_eval spellings)."""
-    return [r for r in measure_table() if r in name_index().trec]
+    """Every trec_eval -m name the registry has for ordinary qrels (each family's
+    trec_eval spellings; preference and judgment-group measures need their own files)."""
+    index = name_index().trec
+    return [r for r in measure_table() if r in index and not index[r][0].needs & {"prefs", "judgment_groups"}]
 
 
 @pytest.mark.parametrize("expected,qrels,level", [("out.test.aq", "qrels.test", None), ("out.test.aql", "qrels.rel_level", 2)])

@@ -36,6 +36,22 @@ _SIMPLE = {
     "Rndcg": "RnDCG",
     "rbp": "RBP(p=0.9)",
     "rbp_resid": "RBPResid(p=0.9)",
+    # -R prefs / qrels_prefs (m_prefs_*.c) and -R qrels_jg
+    "prefs_num_prefs_poss": "PrefsNumPoss",
+    "prefs_num_prefs_ful": "PrefsNumFul",
+    "prefs_num_prefs_ful_ret": "PrefsNumFulRet",
+    "prefs_simp": "PrefsSimp",
+    "prefs_pair": "PrefsPair",
+    "prefs_avgjg": "PrefsAvgJG",
+    "prefs_avgjg_Rnonrel": "PrefsAvgJGRnonrel",
+    "prefs_simp_ret": "PrefsSimpRet",
+    "prefs_pair_ret": "PrefsPairRet",
+    "prefs_avgjg_ret": "PrefsAvgJGRet",
+    "prefs_avgjg_Rnonrel_ret": "PrefsAvgJGRnonrelRet",
+    "prefs_simp_imp": "PrefsSimpImp",
+    "prefs_pair_imp": "PrefsPairImp",
+    "prefs_avgjg_imp": "PrefsAvgJGImp",
+    "map_avgjg": "APAvgJG",
 }
 _CUT = {"P": "P@{}", "recall": "R@{}", "ndcg_cut": "nDCG@{}", "map_cut": "AP@{}", "success": "Success@{}", "unj": "Unjudged@{}"}
 
@@ -55,6 +71,12 @@ def to_gpukit(name: str) -> str | None:
     m = re.fullmatch(r"(11pt_avg|utility|set_F)_([-\d.,]+)", name)
     if m:  # parameters given on the command line, printed as given (11pt_avg_.25,.5,.75)
         return f"{m.group(1)}.{m.group(2)}"
+    m = re.fullmatch(r"P_avgjg_(\d+)", name)
+    if m:
+        return f"PAvgJG@{m.group(1)}"
+    m = re.fullmatch(r"Rprec_mult_avgjg_(\d+\.\d+)", name)
+    if m:  # trec_eval prints the level with %3.2f
+        return f"RprecMultAvgJG(mult={float(m.group(1)):g})"
     m = re.fullmatch(r"ndcg_((?:\d+=[\d.]+,?)+)", name)
     if m:  # custom gains, e.g. ndcg_1=3,2=9,4=4.5
         return "ndcg." + m.group(1)

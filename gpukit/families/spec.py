@@ -39,6 +39,8 @@ RANKING_INPUTS = frozenset(
         "pool",  # negative grades: in the pool but unjudged
         "topics",  # the topic set itself (num_q)
         "run_name",  # the run tag (runid)
+        "prefs",  # preference judgments (gpukit.prefs_ranking.PrefsRanking)
+        "judgment_groups",  # several judgment groups per query (JudgmentGroupRanking)
     }
 )
 
