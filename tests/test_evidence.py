@@ -10,6 +10,8 @@
 * BEIR's own ``recall_cap`` and ``hole`` when the ``beir`` package imports
   (installed with ``--no-deps``, it needs nothing else); BEIR sorts by score
   alone, so those runs have distinct scores, and rounds means to 5 digits.
+* sentence-transformers' own MAP@k (``compute_metrics``) against APCap@k,
+  where that package is installed.
 """
 from __future__ import annotations
 
@@ -191,3 +193,26 @@ def test_cuda_equals_the_reference(seed):
             got = dict(zip(report.query_ids, report[name].per_query.tolist()))
             for q, want in expected["measures"][name]["per_query"].items():
                 assert (got[q] != got[q]) if want is None else got[q] == pytest.approx(want, abs=1e-12), (name, q)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sentence_transformers_map_at_k(seed):
+    """sentence-transformers' InformationRetrievalEvaluator.compute_metrics MAP@k, where the package is installed
+    (binary relevant sets, sorted by score alone: distinct scores)."""
+    from types import SimpleNamespace
+
+    ir = pytest.importorskip("sentence_transformers.evaluation")
+    rng = random.Random(seed)
+    docs = [f"d{i}" for i in range(30)]
+    qids = [f"q{i}" for i in range(6)]
+    relevant = {q: set(rng.sample(docs, rng.randint(1, 12))) for q in qids}
+    run = {q: dict(zip(rng.sample(docs, 20), map(float, rng.sample(range(1000), 20)))) for q in qids}
+    results = [[{"corpus_id": d, "score": s} for d, s in run[q].items()] for q in qids]
+    ks = [1, 3, 10, 100]
+    evaluator = SimpleNamespace(accuracy_at_k=[], precision_recall_at_k=[], mrr_at_k=[], ndcg_at_k=[], map_at_k=ks,
+                                queries_ids=qids, relevant_docs=relevant, queries=qids)
+    theirs = ir.InformationRetrievalEvaluator.compute_metrics(evaluator, results)["map@k"]
+    qrels = {q: dict.fromkeys(r, 1) for q, r in relevant.items()}
+    report = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict(run), [f"APCap@{k}" for k in ks])
+    for k in ks:
+        assert report[f"APCap@{k}"].mean == pytest.approx(theirs[k], abs=1e-12), k

@@ -6,7 +6,8 @@ a document is its 1-based position by score descending then doc id descending,
 (number retrieved + 1) when not retrieved; a document's value compares the
 reciprocal ranks rr_og = 1/o and rr_ch = 1/n: rr_og / rr_ch - 1 when the
 document did not move down, 1 - rr_ch / rr_og when it did; a query's value is
-the mean over its changed documents, p-MRR the mean over queries.
+the mean over its changed documents, p-MRR the mean over queries. Where the
+mteb package is installed, its own ``calculate_pmrr`` is compared too.
 """
 from __future__ import annotations
 
@@ -199,3 +200,19 @@ def test_cuda_matches_the_reference(data):
     qrels_og, qrels_ch, run_og, run_ch = data
     per_query, mean = ref_p_mrr(ref_changed(qrels_og, qrels_ch, 1), run_og, run_ch)
     _assert_matches(p_mrr(qrels_og, run_og, qrels_ch, run_ch, device="cuda"), per_query, mean)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(data=pair())
+def test_mteb_package_calculate_pmrr(data):
+    """MTEB's own calculate_pmrr, where mteb is installed (its import pulls transformers, datasets...)."""
+    metrics = pytest.importorskip("mteb._evaluators.retrieval_metrics")
+    qrels_og, qrels_ch, run_og, run_ch = data
+    changed = ref_changed(qrels_og, qrels_ch, 1)
+    ours = p_mrr(qrels_og, run_og, qrels_ch, run_ch)
+    if not ours.query_ids:
+        return  # MTEB fails on an empty change set; gpukit gives NaN (test_no_changed_documents_gives_nan)
+    theirs = metrics.calculate_pmrr(
+        {q + "-og": v for q, v in run_og.items()}, {q + "-changed": v for q, v in run_ch.items()}, changed
+    )
+    assert ours.mean == pytest.approx(theirs, abs=1e-12)
