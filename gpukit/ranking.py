@@ -85,6 +85,21 @@ class RankedJudgments:
     def num_judged(self) -> torch.Tensor:
         return row_counts(self.ideal >= 0)
 
+    def annotated(self) -> torch.Tensor:
+        """(T, K) bool: the ranked document is judged for *some* query of the qrels,
+        any grade (BEIR's and MTEB's "annotated corpus", read by Hole@k). Formed on
+        first use, by the same sort and cut as ``grades``."""
+
+        def make() -> torch.Tensor:
+            inputs = self._memo.get(("inputs",))
+            if inputs is None:
+                raise UsageError("this ranking was not formed from qrels and a run, so which documents are annotated is unknown")
+            qrels, run, complete, max_depth, score_dtype = inputs
+            again = form_ranking(qrels, run, complete=complete, max_depth=max_depth, score_dtype=score_dtype, join=_AnnotatedJoin)
+            return again.grades >= 0
+
+        return self._cached(("annotated",), make)
+
 
 def form_ranking(
     qrels: Qrels,
@@ -93,13 +108,15 @@ def form_ranking(
     complete: bool,
     max_depth: int | None = None,
     score_dtype: torch.dtype = torch.float64,
+    join: type | None = None,
 ) -> RankedJudgments:
     """Sort, cut and join ``run`` with ``qrels`` on the run's device.
 
     Topic set: the qrels queries that the run ranks, or with ``complete`` every
     qrels query (those absent from the run get an empty ranking). Scores are
     compared in ``score_dtype`` (float32 reproduces trec_eval builds that store
-    scores as float).
+    scores as float). ``join`` replaces the grade join (a ``_GradeJoin``
+    subclass, e.g. ``_AnnotatedJoin``) to rank something else in the same order.
     """
     device = run.device
     # Map run rows onto qrels query codes (sorted-key lookup, no Python loop).
@@ -121,7 +138,7 @@ def form_ranking(
     # Every run row is a topic, in order (the usual case): rows are read in place.
     identity = len(topics) == run.num_queries and np.array_equal(row_of_query[topics], np.arange(len(topics)))
     safe_rows = topic_rows.clamp(min=0)
-    join = _GradeJoin(qrels, run, topics, device)
+    join = (_GradeJoin if join is None else join)(qrels, run, topics, device)
     n_topics, depth = len(topics), run.depth
     width = depth if max_depth is None else min(depth, max_depth)
     grades = torch.empty((n_topics, width), dtype=torch.int32, device=device)
@@ -152,7 +169,10 @@ def form_ranking(
     topic_key = (str(device), topics.tobytes())
     ideal = qrels.derived(("ideal",) + topic_key, lambda: _ideal_grades(qrels, topics, device))
     query_ids = list(qrels.derived(("query_ids",) + topic_key, lambda: tuple(qrels.query_ids.take(arrow_indices(topics)).to_pylist())))
-    return RankedJudgments(query_ids, grades, num_ret, ideal, in_run, run_queries_not_in_qrels)
+    ranked = RankedJudgments(query_ids, grades, num_ret, ideal, in_run, run_queries_not_in_qrels)
+    # Kept so that a measure may form the same ranking with another join (RankedJudgments.annotated).
+    ranked._memo[("inputs",)] = (qrels, run, complete, max_depth, score_dtype)
+    return ranked
 
 
 class _GradeJoin:
@@ -216,6 +236,25 @@ class _GradeJoin:
             found = judged_doc & (pair_keys[pos] == run_keys)
             return torch.where(found, grades[pos], torch.full_like(pos, NOT_JUDGED, dtype=torch.int32))
         return torch.full(codes.shape, NOT_JUDGED, dtype=torch.int32, device=codes.device)
+
+
+class _AnnotatedJoin(_GradeJoin):
+    """Grade 0 where the ranked document is judged for any query of the qrels
+    (whatever its grade), ``NOT_JUDGED`` elsewhere: membership in the sorted
+    distinct judged doc keys, in the key space ``_GradeJoin`` maps codes to."""
+
+    def __init__(self, qrels: Qrels, run: Run, topics: np.ndarray, device: torch.device):
+        super().__init__(qrels, run, topics, device)
+        same_space = isinstance(run.doc_space, Vocabulary) or run.doc_space == qrels.doc_space
+        keys = qrels.doc_codes if same_space else translate_keys(qrels.doc_codes, qrels.doc_space, run.doc_space)
+        self.keys = torch.from_numpy(sorted_distinct(keys[keys >= 0])).to(device)
+
+    def _grades(self, codes: torch.Tensor, rows: slice) -> torch.Tensor:
+        if self.keys.numel() == 0:
+            return torch.full(codes.shape, NOT_JUDGED, dtype=torch.int32, device=codes.device)
+        pos = torch.searchsorted(self.keys, codes).clamp_(max=self.keys.numel() - 1)
+        found = (self.keys[pos] == codes) & (codes >= 0)
+        return torch.where(found, 0, NOT_JUDGED).to(torch.int32)
 
 
 def _join_structures(

@@ -276,6 +276,15 @@ def aggregate(m: RefMeasure, kept: list[float], convention: str) -> float:
 
 
 # ------------------------------------------------------------------- driver
+class Ranked(list):
+    """The ranked docs' grades (a plain list to every family), also holding the docs
+    and every doc judged for any query (BEIR's annotated corpus, read by Hole@k)."""
+
+    def __init__(self, grades: list, docs: list[str], annotated: frozenset[str]):
+        super().__init__(grades)
+        self.docs, self.annotated = docs, annotated
+
+
 def topics(qrels: dict, run: dict, convention: str, complete: bool | None) -> list[str]:
     if complete is None:
         complete = convention == "gpukit"
@@ -302,10 +311,11 @@ def reference_evaluate(
     assert convention in ("gpukit", "trec_eval")
     qids = topics(qrels, run, convention, complete)
     rankings = {}
+    annotated = frozenset(d for judged in qrels.values() for d in judged)
     for q in qids:
         judg = qrels.get(q, {})
         ranked = rank(run.get(q, {}), max_depth, score_key)
-        rankings[q] = [judg.get(d) for d in ranked]
+        rankings[q] = Ranked([judg.get(d) for d in ranked], docs=ranked, annotated=annotated)
     out = {"query_ids": qids, "measures": {}}
     for name in measure_names:
         m = parse(name, relevance_level)
@@ -332,3 +342,4 @@ import reference_trec_binary  # noqa: E402,F401
 import reference_trec_graded  # noqa: E402,F401
 import reference_user_models  # noqa: E402,F401
 import reference_prefs  # noqa: E402,F401
+import reference_evidence  # noqa: E402,F401

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from gpukit.cli import COMMAND_MODULES, main
+from gpukit.cli import COMMAND_MODULES, command_name, main
 
 BEYOND_INT64 = str(2**63)
 # Measure names are parsed by gpukit.measures; a cutoff or grade this large fails in the kernels.
@@ -156,9 +156,28 @@ CASES: dict[str, dict[str, Case]] = {
         "unknown-option": lambda f: ["measures", "--bogus"],
         "extra-argument": lambda f: ["measures", "nDCG"],
     },
+    "p-mrr": {
+        "three-files": lambda f: ["p-mrr", f["qrels"], f["run"], f["qrels"]],
+        "run-missing": lambda f: ["p-mrr", f["qrels"], f["run"], f["qrels"], f["missing"]],
+        "qrels-is-directory": lambda f: ["p-mrr", f["dir"], f["run"], f["qrels"], f["run2"]],
+        "qrels-not-utf8": lambda f: ["p-mrr", f["qrels"], f["run"], f["qrels_latin1"], f["run2"]],
+        "rel-level-beyond-int32": lambda f: ["p-mrr", f["qrels"], f["run"], f["qrels"], f["run2"], "-l", str(2**31)],
+        "device-bogus": lambda f: ["p-mrr", f["qrels"], f["run"], f["qrels"], f["run2"], "--device", "bogus"],
+        "format-choice": lambda f: ["p-mrr", f["qrels"], f["run"], f["qrels"], f["run2"], "--format", "trec"],
+    },
+    "qrels-diff": {
+        "one-file": lambda f: ["qrels-diff", f["qrels"]],
+        "new-missing": lambda f: ["qrels-diff", f["qrels"], f["missing"]],
+        "old-is-directory": lambda f: ["qrels-diff", f["dir"], f["qrels"]],
+        "run-is-directory": lambda f: ["qrels-diff", f["qrels"], f["qrels"], "--run", f["dir"]],
+        "unknown-measure": lambda f: ["qrels-diff", f["qrels"], f["qrels"], "--run", f["run"], "-m", "bogus"],
+        "huge-cutoff": lambda f: ["qrels-diff", f["qrels"], f["qrels"], "--run", f["run"], "-m", f"P@{HUGE}"],
+        "max-depth-0": lambda f: ["qrels-diff", f["qrels"], f["qrels"], "--run", f["run"], "-M", "0"],
+        "rel-level-beyond-int32": lambda f: ["qrels-diff", f["qrels"], f["qrels"], "-l", str(2**31)],
+    },
 }
 
-ERROR_LINE = re.compile(r"^gpukit( [a-z]+)?: error: \S")
+ERROR_LINE = re.compile(r"^gpukit( [a-z][a-z_-]*)?: error: \S")
 
 
 def run_main(argv: list[str]) -> int:
@@ -194,7 +213,7 @@ TREC_EVAL_CASES: dict[str, tuple[Case, int]] = {
 
 
 def test_every_subcommand_has_bad_argument_cases() -> None:
-    commands = {module.removesuffix("_cmd") for module in COMMAND_MODULES}
+    commands = {command_name(module) for module in COMMAND_MODULES}
     assert commands == set(CASES) | {"trec_eval"}
 
 

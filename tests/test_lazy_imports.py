@@ -79,6 +79,6 @@ def test_help_lists_every_command_with_its_modules_help_line(capsys):
     full = gpukit.cli.build_parser()  # every module registered for real
     subparsers = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
     helps = {choice.dest: choice.help for choice in subparsers._choices_actions}
-    assert set(helps) == {m.removesuffix("_cmd") for m in gpukit.cli.COMMAND_MODULES}
+    assert set(helps) == {gpukit.cli.command_name(m) for m in gpukit.cli.COMMAND_MODULES}
     for command, help_line in helps.items():
         assert f"{command} {help_line}" in listing

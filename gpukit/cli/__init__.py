@@ -27,7 +27,12 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo_cmd",
     "measures_cmd",
     "trec_eval_cmd",
+    "pmrr_cmd",
+    "qrels_diff_cmd",
 )
+
+#: Commands whose name is not their module's name minus ``_cmd``.
+COMMAND_NAMES: dict[str, str] = {"pmrr_cmd": "p-mrr", "qrels_diff_cmd": "qrels-diff"}
 
 #: The help line of each command (used by its module's parser and by the listing).
 COMMAND_HELP: dict[str, str] = {
@@ -38,7 +43,14 @@ COMMAND_HELP: dict[str, str] = {
     "demo": "evaluate all-MiniLM-L6-v2 on the bundled BEIR SciFact test set (offline)",
     "measures": "list every measure family, its parameters, defaults and definition",
     "trec_eval": "trec_eval 10.0's command line and output (-q, -c, -M, -l, -m, -J, -Z, -R, -n ...)",
+    "p-mrr": "FollowIR p-MRR: do documents made non-relevant by a changed instruction move down?",
+    "qrels-diff": "what changed between two qrels versions, and what it does to a run's scores",
 }
+
+
+def command_name(module: str) -> str:
+    """The command a module of ``COMMAND_MODULES`` implements."""
+    return COMMAND_NAMES.get(module, module.removesuffix("_cmd"))
 
 
 def _chosen_command(argv: Sequence[str]) -> str | None:
@@ -57,7 +69,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     subparsers.required = True
     chosen = _chosen_command(argv) if argv is not None else None
     for name in COMMAND_MODULES:
-        command = name.removesuffix("_cmd")
+        command = command_name(name)
         if argv is None or command == chosen:
             module = importlib.import_module(f"gpukit.cli.{name}")
             module.register(subparsers)

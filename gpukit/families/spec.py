@@ -37,6 +37,7 @@ RANKING_INPUTS = frozenset(
         "ideal",  # (T, L) judged grades of each topic, sorted descending
         "num_ret",  # (T,) retrieved documents
         "pool",  # negative grades: in the pool but unjudged
+        "annotated",  # (T, K) ranked doc judged for any query of the qrels (BEIR's Hole@k)
         "topics",  # the topic set itself (num_q)
         "run_name",  # the run tag (runid)
         "prefs",  # preference judgments (gpukit.prefs_ranking.PrefsRanking)
