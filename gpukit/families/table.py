@@ -1,8 +1,18 @@
 """The measure table of the docs and ``gpukit measures``, generated from the registry."""
 from __future__ import annotations
 
-from gpukit.families.registry import families
+from gpukit.families.registry import TREC_ORDER, families
 from gpukit.families.spec import Family
+
+
+def ordered() -> list[Family]:
+    """trec_eval's measures in trec_eval's table order, then the others as registered."""
+    rank = {name: i for i, name in enumerate(TREC_ORDER)}
+    def key(item: tuple[int, Family]) -> tuple[int, int]:
+        i, fam = item
+        positions = [rank[t.name] for t in fam.trec if t.name in rank]
+        return (min(positions), i) if positions else (len(rank), i)
+    return [fam for _, fam in sorted(enumerate(families()), key=key)]
 
 
 def _name_forms(fam: Family) -> str:
@@ -33,7 +43,7 @@ def markdown_table() -> str:
         "| measure | definition | parameters | defined when | aggregate | trec_eval / other names |",
         "|---|---|---|---|---|---|",
     ]
-    for fam in families():
+    for fam in ordered():
         cells = [
             _name_forms(fam),
             fam.definition.replace("|", "\\|"),
@@ -49,7 +59,7 @@ def markdown_table() -> str:
 def text_listing() -> str:
     """``gpukit measures``: every family with its parameters, defaults and definition."""
     out = []
-    for fam in families():
+    for fam in ordered():
         out.append(f"{_name_forms(fam).replace('`', '')}  —  {fam.summary}")
         out.append(f"    {fam.definition}")
         for p in fam.params:
