@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from counter_rng_reference import bootstrap_indices
 from gpukit.stats import StatsError, paired_bootstrap, paired_randomization_test
 from gpukit.stats.resampling import BLOCK_ROWS
 
@@ -108,11 +109,10 @@ def test_randomization_is_symmetric_and_ties_are_exact():
 
 
 def _reference_bootstrap(d: np.ndarray, n: int, seed: int, confidence: float):
-    """Percentile CI and shifted p from the documented index stream, in numpy."""
+    """Percentile CI and shifted p from the documented counter-based draws
+    (plain-Python hash in counter_rng_reference), in numpy."""
     q = d.shape[-1]
-    g = torch.Generator().manual_seed(seed)
-    blocks = -(-n // BLOCK_ROWS)
-    idx = torch.cat([torch.randint(0, q, (BLOCK_ROWS, q), generator=g) for _ in range(blocks)])[:n].numpy()
+    idx = np.array(bootstrap_indices(seed, n, q))
     means = d[:, idx].mean(axis=-1)  # (S, n)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail], axis=-1)

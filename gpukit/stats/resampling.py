@@ -10,9 +10,13 @@ bit-for-bit across devices and chunk sizes:
 
 Reproducibility design (why the results never depend on the device):
 
-1. Random numbers come from a seeded ``torch.Generator`` on the CPU, drawn
-   in fixed blocks of :data:`BLOCK_ROWS` resamples (see :class:`_RowStream`),
-   and are moved to the device chunk by chunk. The stream therefore depends
+1. Sign flips come from a seeded ``torch.Generator`` on the CPU, drawn in
+   fixed blocks of :data:`BLOCK_ROWS` resamples (see :class:`_RowStream`),
+   packed 8 per byte and moved to the device chunk by chunk. Bootstrap
+   indices are computed *on the device* by a counter-based hash of
+   ``(seed, resample, position)`` (:func:`bootstrap_draws`) in int64 tensor
+   ops that never overflow, so they are the same integers on every device by
+   construction and nothing is copied from the host. Either stream depends
    only on ``(seed, Q)``, not on ``chunk_size`` nor on the device, and the
    first ``n`` resamples of a longer run are exactly the ``n`` resamples of a
    shorter one.
@@ -109,11 +113,82 @@ def sign_stream(seed: int, n_queries: int) -> _RowStream:
     )
 
 
-def index_stream(seed: int, n_queries: int) -> _RowStream:
-    """Bootstrap resamples: ``n_queries`` query indices drawn with replacement per row."""
-    return _RowStream(
-        seed, lambda g, rows: torch.randint(0, n_queries, (rows, n_queries), generator=g)
-    )
+# ----------------------------------------------- counter-based bootstrap draws
+_MASK32 = 0xFFFFFFFF
+#: Largest Q the bootstrap draws support: ``word * Q`` must stay below 2**63.
+MAX_BOOTSTRAP_QUERIES = 2**31 - 1
+
+
+#: Multipliers of the mixer below; both are below 2**31, so ``x * c`` of a
+#: 32-bit ``x`` stays below 2**63: int64 never overflows (torch does not
+#: promise wrap-around on every device), and ``& 0xFFFFFFFF`` is then the
+#: uint32 product exactly.
+_MIX_MULTIPLIERS = (0x21F0AAAD, 0x735A2D97)
+
+
+def mix32(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit multiply-xorshift hash, elementwise on int64 values in [0, 2**32).
+
+    ``x ^= x >> 16; x *= 0x21f0aaad; x ^= x >> 15; x *= 0x735a2d97; x ^= x >> 15``
+    (mod 2**32): the best two-multiply hash of Wellons' hash-prospector
+    ("lowbias32" improved), a bijection of 32-bit words with low avalanche
+    bias. Right shifts of non-negative int64 are logical, so this is the
+    uint32 hash exactly. ``x`` is overwritten (the bootstrap hashes large
+    chunks; in-place ops halve its memory traffic on the CPU).
+    """
+    first, second = _MIX_MULTIPLIERS
+    x ^= x >> 16
+    x.mul_(first).bitwise_and_(_MASK32)
+    x ^= x >> 15
+    x.mul_(second).bitwise_and_(_MASK32)
+    x ^= x >> 15
+    return x
+
+
+def _seed_keys(seed: int) -> tuple[int, int]:
+    """Two 32-bit keys from the seed (mod 2**64) by SplitMix64's output function.
+
+    It is a bijection of 64-bit words, so distinct seeds mod 2**64 give
+    distinct key pairs.
+    """
+    z = (check_seed(int(seed)) + 0x9E3779B97F4A7C15) % 2**64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % 2**64
+    z ^= z >> 31
+    return z & _MASK32, z >> 32
+
+
+def counter_words(seed: int, start: int, rows: int, width: int, device: torch.device) -> torch.Tensor:
+    """``(rows, width)`` int64 32-bit words of resamples ``start..start+rows-1``, positions ``0..width-1``.
+
+    ``word(r, i) = mix32((mix32(r ^ k1) + mix32(i ^ k0)) mod 2**32)`` with the
+    keys ``(k0, k1)`` of :func:`_seed_keys`. Within a resample the words are
+    distinct (``mix32`` is a bijection); two resamples share a word only when
+    two position hashes differ by the difference of their row hashes
+    (about ``width**2 / 2**32`` expected coincidences per pair of rows).
+    Not cryptographic; meant for Monte Carlo resampling.
+    """
+    k0, k1 = _seed_keys(seed)
+    resample = torch.arange(start, start + rows, dtype=torch.int64, device=device) ^ k1
+    position = torch.arange(width, dtype=torch.int64, device=device) ^ k0
+    combined = (mix32(resample).unsqueeze(1) + mix32(position).unsqueeze(0)).bitwise_and_(_MASK32)
+    return mix32(combined)
+
+
+def bootstrap_draws(
+    seed: int, start: int, rows: int, n_queries: int, device: torch.device, *, width: int | None = None
+) -> torch.Tensor:
+    """``(rows, width)`` query indices in ``[0, n_queries)`` (``width`` defaults to ``n_queries``).
+
+    Lemire's multiply-shift maps a word to ``floor(word * n / 2**32)``: each
+    index has ``floor(2**32 / n)`` or ``ceil(2**32 / n)`` preimages, so its
+    probability differs from ``1/n`` by less than ``2**-32`` (no modulo bias
+    beyond that bound). ``word * n < 2**63`` for ``n < 2**31``.
+    """
+    if n_queries > MAX_BOOTSTRAP_QUERIES:
+        raise StatsError(f"the bootstrap draws support Q < 2**31 queries, got {n_queries:,}")
+    words = counter_words(seed, start, rows, n_queries if width is None else width, device)
+    return words.mul_(n_queries).bitwise_right_shift_(32)
 
 
 def _unpack_bits(packed: torch.Tensor, n_queries: int) -> torch.Tensor:
@@ -285,8 +360,9 @@ def paired_bootstrap(
           p = (#{|mean_b - mean_obs| >= |mean_obs| - eps} + 1) / (n_resamples + 1)
 
     Args are as in :func:`paired_randomization_test`; ``confidence`` is in
-    (0, 1). The resample indices come from :func:`index_stream` (seeded CPU
-    generator), so results are identical across devices and chunk sizes.
+    (0, 1). The resample indices come from :func:`bootstrap_draws` (a seeded counter-based
+    hash computed on the device), so results are identical across devices
+    and chunk sizes.
     """
     if not 0.0 < confidence < 1.0:
         raise StatsError(f"confidence must be in (0, 1), got {confidence}")
@@ -301,12 +377,12 @@ def paired_bootstrap(
     obs_dev = observed.to(dev)
     threshold = obs_dev.abs() - _tie_tolerance(n_queries)
     count = torch.zeros(n_systems, dtype=torch.int64, device=dev)
-    sums = torch.empty(n_resamples, n_systems, dtype=torch.float64)
+    # Kept on the device and copied once at the end (not once per chunk).
+    sums = torch.empty(n_resamples, n_systems, dtype=torch.float64, device=dev)
     chunk = chunk_size or _default_chunk(n_queries, dev)
-    stream = index_stream(seed, n_queries)
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
-        indices = stream.take(rows).to(dev)
+        indices = bootstrap_draws(seed, start, rows, n_queries, dev)
         # Multiplicity of each query in each resample; adding 1.0s is exact in
         # any order, so the atomic scatter on CUDA is deterministic too.
         ones = torch.ones(1, 1, dtype=torch.float64, device=dev).expand(rows, n_queries)
@@ -314,10 +390,10 @@ def paired_bootstrap(
         multiplicity.scatter_add_(1, indices, ones)
         resampled = multiplicity @ weights  # (rows, S) exact integer sums
         count.add_(((resampled - obs_dev).abs() >= threshold).sum(dim=0))
-        sums[start:start + rows] = resampled.cpu()
+        sums[start:start + rows] = resampled
     # Back to the mean scale on the CPU: division by a power of two is exact,
     # the division by Q is one correctly rounded op -- identical everywhere.
-    means, _ = torch.sort(sums / scale / n_queries, dim=0)
+    means, _ = torch.sort(sums.cpu() / scale / n_queries, dim=0)
     count_cpu = count.cpu()
     alpha = (1.0 - confidence) / 2.0
     return BootstrapResult(
