@@ -333,7 +333,7 @@ def stage_budgets(report: Report, device: torch.device, sizes: Sizes) -> None:
     from gpukit.index import ExactIndex
     from gpukit.measures import parse_measures
     from gpukit.pipelines import RetrievalEvaluator
-    from gpukit.stats.resampling import bootstrap_draws
+    from gpukit.stats.resampling import bootstrap_draws, sign_flips
 
     ranking = random_ranking(10_000 if not report.dry_run else 100, 1000 if not report.dry_run else 50, device)
     measures = parse_measures(SIX)
@@ -348,6 +348,7 @@ def stage_budgets(report: Report, device: torch.device, sizes: Sizes) -> None:
         "RetrievalEvaluator.update (uncut AP, nDCG)": lambda: evaluator.update(scores, targets),
         "ExactIndex.search bf16": lambda: index.search(queries, 10),
         "bootstrap_draws": lambda: bootstrap_draws(0, 0, 256, 10_000, device),
+        "sign_flips": lambda: sign_flips(0, 0, 256, 10_000, device),
     }
     for name, fn in workloads.items():
         fn()  # first calls may copy tables to the device (once per device)

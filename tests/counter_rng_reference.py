@@ -46,3 +46,14 @@ def bootstrap_index(seed: int, resample: int, position: int, n: int) -> int:
 
 def bootstrap_indices(seed: int, n_resamples: int, n: int) -> list[list[int]]:
     return [[bootstrap_index(seed, r, i, n) for i in range(n)] for r in range(n_resamples)]
+
+
+SIGN_POSITIONS = 2**31
+
+
+def sign_bits(seed: int, n_resamples: int, n: int) -> list[list[int]]:
+    """1 where resample ``r`` flips query ``q``: bit ``q % 32`` of word ``q // 32``."""
+    return [
+        [(word(seed, r, SIGN_POSITIONS + q // 32) >> (q % 32)) & 1 for q in range(n)]
+        for r in range(n_resamples)
+    ]

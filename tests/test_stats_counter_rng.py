@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from counter_rng_reference import bootstrap_index, bootstrap_indices, word
-from gpukit.stats import StatsError, paired_bootstrap
+from gpukit.stats import StatsError, paired_bootstrap, paired_randomization_test
 from gpukit.stats.resampling import bootstrap_draws, counter_words
 
 SEEDS = [0, 1, 12345, -1, -(2**63), 2**64 - 1, 2**32, 2**32 + 1]
@@ -70,13 +70,14 @@ def test_bootstrap_resamples_are_the_documented_draws():
     assert float(result.ci_high) == pytest.approx(high, abs=1e-15)
 
 
-def test_bootstrap_does_not_use_torch_generators(monkeypatch):
+@pytest.mark.parametrize("kernel", [paired_bootstrap, paired_randomization_test])
+def test_resampling_does_not_use_torch_generators(monkeypatch, kernel):
     def refuse(*args, **kwargs):
-        raise AssertionError("the bootstrap drew from torch's generator")
+        raise AssertionError("the resampling drew from torch's generator")
 
     monkeypatch.setattr(torch, "randint", refuse)
     a = torch.linspace(0, 1, 30, dtype=torch.float64)
-    paired_bootstrap(a, a.flip(0), n_resamples=300, seed=1, chunk_size=64)
+    kernel(a, a.flip(0), n_resamples=300, seed=1, chunk_size=64)
 
 
 def test_too_many_queries_is_a_stats_error():
@@ -97,3 +98,40 @@ def test_draws_on_the_device_path_copy_nothing_from_the_host():
         assert count.host_to_device == 0 and count.syncs == 0, count.ops
         counts.append(count.total)
     assert counts[0] == counts[1] and counts[0] <= 40, counts
+
+
+def test_sign_flips_equal_plain_python():
+    from counter_rng_reference import sign_bits
+    from gpukit.stats.resampling import sign_flips
+
+    for seed, n in ((0, 1), (9, 33), (2**64 - 5, 70)):
+        got = sign_flips(seed, 0, 6, n, torch.device("cpu"))
+        assert got.dtype == torch.float64 and got.tolist() == [[float(b) for b in row] for row in sign_bits(seed, 6, n)]
+    # A window deep in the stream is the same window of the whole stream.
+    assert torch.equal(sign_flips(4, 500, 3, 40, torch.device("cpu")), sign_flips(4, 0, 503, 40, torch.device("cpu"))[500:])
+
+
+def test_sign_bits_are_fair_and_pairwise_independent():
+    stats = pytest.importorskip("scipy.stats")
+    chi2 = stats.chisquare
+    from gpukit.stats.resampling import sign_flips
+
+    bits = sign_flips(8, 0, 4000, 64, torch.device("cpu")).to(torch.int64).numpy()  # (4000, 64): 2 words a row
+    assert chi2(np.bincount(bits.ravel(), minlength=2)).pvalue > 1e-4
+    # Every bit position is fair: sum of 64 squared binomial z-scores ~ chi2(64).
+    n = bits.shape[0]
+    z2 = (((bits.sum(axis=0) - n / 2) ** 2) / (n / 4)).sum()
+    assert stats.chi2.sf(z2, df=64) > 1e-4
+    # Neighbouring bits, the two words of a row, and neighbouring resamples are independent.
+    for first, second in ((bits[:, :-1], bits[:, 1:]), (bits[:, :32], bits[:, 32:]), (bits[:-1], bits[1:])):
+        assert chi2(np.bincount((2 * first + second).ravel(), minlength=4)).pvalue > 1e-4
+
+
+def test_sign_flips_on_the_device_path_copy_nothing_from_the_host():
+    from op_budget import DeviceOpCounter
+    from gpukit.stats.resampling import sign_flips
+
+    with DeviceOpCounter() as count:
+        out = sign_flips(3, 0, 256, 5000, torch.device("meta"))
+    assert out.shape == (256, 5000) and count.host_to_device == 0 and count.syncs == 0, count.ops
+

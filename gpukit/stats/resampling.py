@@ -10,16 +10,14 @@ bit-for-bit across devices and chunk sizes:
 
 Reproducibility design (why the results never depend on the device):
 
-1. Sign flips come from a seeded ``torch.Generator`` on the CPU, drawn in
-   fixed blocks of :data:`BLOCK_ROWS` resamples (see :class:`_RowStream`),
-   packed 8 per byte and moved to the device chunk by chunk. Bootstrap
-   indices are computed *on the device* by a counter-based hash of
-   ``(seed, resample, position)`` (:func:`bootstrap_draws`) in int64 tensor
-   ops that never overflow, so they are the same integers on every device by
-   construction and nothing is copied from the host. Either stream depends
-   only on ``(seed, Q)``, not on ``chunk_size`` nor on the device, and the
-   first ``n`` resamples of a longer run are exactly the ``n`` resamples of a
-   shorter one.
+1. Random numbers are computed *on the device* by a counter-based hash of
+   ``(seed, resample, position)`` (:func:`counter_words`) in int64 tensor
+   ops that never overflow, so they are the same integers on every device
+   by construction and nothing is copied from the host: bootstrap indices
+   by :func:`bootstrap_draws`, sign flips by :func:`sign_flips` (32 per
+   word). Each stream depends only on ``(seed, Q)``, not on ``chunk_size``
+   nor on the device, and the first ``n`` resamples of a longer run are
+   exactly the ``n`` resamples of a shorter one.
 2. Differences are mapped onto an integer grid (:func:`_integer_grid`): each
    row is multiplied by a power of two and rounded so that any sum of up to
    ``Q`` of them stays below ``2**52``. Float64 sums of such integers are
@@ -30,15 +28,12 @@ Reproducibility design (why the results never depend on the device):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.stats._common import ArrayLike, StatsError, check_resamples, check_seed, paired_differences, squeeze_like
 
-#: Resamples drawn per generator call; part of the stream definition.
-BLOCK_ROWS = 256
 #: Largest Q for ``exact=True`` (2**Q sign vectors are enumerated).
 MAX_EXACT_QUERIES = 30
 #: Default working-set size of one chunk, in matrix elements (float64):
@@ -76,47 +71,13 @@ class BootstrapResult:
     confidence: float
 
 
-class _RowStream:
-    """Rows of random data from a seeded CPU generator, drawn in fixed blocks.
-
-    ``draw(generator, BLOCK_ROWS)`` is always called with the same shape, so
-    the concatenated stream is a function of the seed alone; :meth:`take`
-    merely slices it, whatever chunk sizes the caller uses.
-    """
-
-    def __init__(self, seed: int, draw: Callable[[torch.Generator, int], torch.Tensor]) -> None:
-        self._generator = torch.Generator(device="cpu")
-        self._generator.manual_seed(check_seed(int(seed)))
-        self._draw = draw
-        self._buffer: torch.Tensor | None = None
-
-    def take(self, n: int) -> torch.Tensor:
-        parts = []
-        while n > 0:
-            if self._buffer is None or self._buffer.shape[0] == 0:
-                self._buffer = self._draw(self._generator, BLOCK_ROWS)
-            part, self._buffer = self._buffer[:n], self._buffer[n:]
-            parts.append(part)
-            n -= part.shape[0]
-        return parts[0] if len(parts) == 1 else torch.cat(parts)
-
-
-def sign_stream(seed: int, n_queries: int) -> _RowStream:
-    """Random sign-flip bits, packed 8 per byte (query ``8k + j`` is bit ``j`` of byte ``k``).
-
-    Packing cuts the generator calls and the host-to-device traffic by 8x.
-    """
-    n_bytes = (n_queries + 7) // 8
-    return _RowStream(
-        seed,
-        lambda g, rows: torch.randint(0, 256, (rows, n_bytes), generator=g, dtype=torch.uint8),
-    )
-
-
-# ----------------------------------------------- counter-based bootstrap draws
+# ------------------------------------------------------- counter-based draws
 _MASK32 = 0xFFFFFFFF
 #: Largest Q the bootstrap draws support: ``word * Q`` must stay below 2**63.
 MAX_BOOTSTRAP_QUERIES = 2**31 - 1
+#: First position of the sign-flip words: bootstrap positions are below
+#: 2**31, so the two streams of one seed never share a counter.
+SIGN_POSITIONS = 2**31
 
 
 #: Multipliers of the mixer below; both are below 2**31, so ``x * c`` of a
@@ -158,8 +119,11 @@ def _seed_keys(seed: int) -> tuple[int, int]:
     return z & _MASK32, z >> 32
 
 
-def counter_words(seed: int, start: int, rows: int, width: int, device: torch.device) -> torch.Tensor:
-    """``(rows, width)`` int64 32-bit words of resamples ``start..start+rows-1``, positions ``0..width-1``.
+def counter_words(
+    seed: int, start: int, rows: int, width: int, device: torch.device, first_position: int = 0
+) -> torch.Tensor:
+    """``(rows, width)`` int64 32-bit words of resamples ``start..start+rows-1``,
+    positions ``first_position..first_position+width-1``.
 
     ``word(r, i) = mix32((mix32(r ^ k1) + mix32(i ^ k0)) mod 2**32)`` with the
     keys ``(k0, k1)`` of :func:`_seed_keys`. Within a resample the words are
@@ -170,7 +134,7 @@ def counter_words(seed: int, start: int, rows: int, width: int, device: torch.de
     """
     k0, k1 = _seed_keys(seed)
     resample = torch.arange(start, start + rows, dtype=torch.int64, device=device) ^ k1
-    position = torch.arange(width, dtype=torch.int64, device=device) ^ k0
+    position = torch.arange(first_position, first_position + width, dtype=torch.int64, device=device) ^ k0
     combined = (mix32(resample).unsqueeze(1) + mix32(position).unsqueeze(0)).bitwise_and_(_MASK32)
     return mix32(combined)
 
@@ -191,11 +155,17 @@ def bootstrap_draws(
     return words.mul_(n_queries).bitwise_right_shift_(32)
 
 
-def _unpack_bits(packed: torch.Tensor, n_queries: int) -> torch.Tensor:
-    """``(R, ceil(Q/8))`` uint8 -> ``(R, Q)`` float64 0/1 (on ``packed``'s device)."""
-    shifts = torch.arange(8, dtype=torch.uint8, device=packed.device)
-    bits = (packed.unsqueeze(-1) >> shifts) & 1
-    return bits.reshape(packed.shape[0], -1)[:, :n_queries].to(torch.float64)
+def sign_flips(seed: int, start: int, rows: int, n_queries: int, device: torch.device) -> torch.Tensor:
+    """``(rows, Q)`` float64 0/1: 1 flips the sign of that query's difference.
+
+    Query ``32 j + b`` is flipped when bit ``b`` of word ``j`` is set, word
+    ``j`` being :func:`counter_words` at position ``SIGN_POSITIONS + j``;
+    every bit of a word is a fair coin up to the hash's quality.
+    """
+    words = counter_words(seed, start, rows, (n_queries + 31) // 32, device, first_position=SIGN_POSITIONS)
+    shifts = torch.arange(32, dtype=torch.int64, device=device)
+    bits = (words.unsqueeze(-1) >> shifts).bitwise_and_(1)
+    return bits.reshape(rows, -1)[:, :n_queries].to(torch.float64)
 
 
 def _integer_grid(d: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -267,7 +237,7 @@ def paired_randomization_test(
         a, b: ``(Q,)`` or ``(S, Q)`` per-query scores (no NaN; ``b`` may be
             ``(Q,)`` for a shared baseline).
         n_resamples: number of random sign vectors.
-        seed: seed of the CPU generator; same seed -> identical p-values on
+        seed: seed of the sign-flip stream; same seed -> identical p-values on
             every device and for every ``chunk_size``.
         chunk_size: resamples processed per batched op (memory knob only).
         exact: enumerate all sign vectors instead of sampling.
@@ -303,10 +273,9 @@ def paired_randomization_test(
         n_used = total
     else:
         check_resamples(n_resamples)
-        stream = sign_stream(seed, n_queries)
         for start in range(0, n_resamples, chunk):
             rows = min(chunk, n_resamples - start)
-            accumulate(_unpack_bits(stream.take(rows).to(dev), n_queries))
+            accumulate(sign_flips(seed, start, rows, n_queries, dev))
         count_cpu = count.cpu()
         p_value = (count_cpu.to(torch.float64) + 1.0) / (n_resamples + 1.0)
         n_used = n_resamples
