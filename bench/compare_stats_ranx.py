@@ -15,6 +15,7 @@ also absorbs numba's compilation):
 
 Usage: ``python bench/compare_stats_ranx.py [--queries 1000] [--systems 3]
 [--resamples 1000] [--repeats 3] [--device cpu]`` (defaults keep it short).
+Without ranx installed only gpukit's timings are printed (a line says so).
 """
 from __future__ import annotations
 
@@ -65,19 +66,29 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-ranx", action="store_true", help="time gpukit only (ranx's numba JIT takes ~30 s)")
     args = parser.parse_args()
 
-    import ranx
-    from ranx.statistical_tests import fisher_randomization_test
+    ranx = None
+    if args.skip_ranx:
+        print("skipped: ranx (--skip-ranx); timing gpukit only")
+    else:
+        try:
+            import ranx
+            from ranx.statistical_tests import fisher_randomization_test
+        except ImportError:
+            print("skipped: ranx (not installed); timing gpukit only")
 
     qrels_dict, run_dicts = synthetic(args.queries, args.systems, seed=args.seed)
     pairs = list(itertools.combinations(range(args.systems), 2))
     device = gpukit.device.resolve_device(args.device)
 
-    ranx_qrels = ranx.Qrels(qrels_dict)
-    ranx_runs = [ranx.Run(r, name=f"s{i}") for i, r in enumerate(run_dicts)]
     qrels = gpukit.Qrels.from_dict(qrels_dict)
     runs = [gpukit.Run.from_dict(r, name=f"s{i}") for i, r in enumerate(run_dicts)]
+
+    if ranx is not None:
+        ranx_qrels = ranx.Qrels(qrels_dict)
+        ranx_runs = [ranx.Run(r, name=f"s{i}") for i, r in enumerate(run_dicts)]
 
     def ranx_end_to_end():
         return ranx.compare(ranx_qrels, ranx_runs, [METRIC_RANX], stat_test="fisher",
@@ -99,10 +110,13 @@ def main() -> None:
     def ranx_tests_only():
         return [fisher_randomization_test(host[i], host[j], args.resamples, 0.05, args.seed) for i, j in pairs]
 
+    def ranx_time(fn: Callable[[], object]) -> float:
+        return median_time(fn, args.repeats) if ranx is not None else float("nan")
+
     timings = {
-        "end to end": (median_time(ranx_end_to_end, args.repeats),
+        "end to end": (ranx_time(ranx_end_to_end),
                        median_time(lambda: gpukit_all_pairs(gpukit_scores()), args.repeats)),
-        "test only": (median_time(ranx_tests_only, args.repeats),
+        "test only": (ranx_time(ranx_tests_only),
                       median_time(lambda: gpukit_all_pairs(scores), args.repeats)),
     }
     print(f"workload: {args.queries} queries, {args.systems} systems ({len(pairs)} pairs), "
@@ -112,9 +126,9 @@ def main() -> None:
     for name, (t_ranx, t_gpukit) in timings.items():
         print(f"{name:<12} {t_ranx:>10.4f} {t_gpukit:>11.4f} {t_ranx / t_gpukit:>12.1f}")
     # Sanity: both report p-values of the same tests (ranx: count/n, gpukit: (count+1)/(n+1)).
-    ranx_p = [p for p, _ in ranx_tests_only()]
     ours = gpukit_all_pairs(scores).p_value.tolist()
-    print("p-values  ranx: " + ", ".join(f"{p:.4f}" for p in ranx_p))
+    if ranx is not None:
+        print("p-values  ranx: " + ", ".join(f"{p:.4f}" for p, _ in ranx_tests_only()))
     print("        gpukit: " + ", ".join(f"{p:.4f}" for p in ours))
 
 

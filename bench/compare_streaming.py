@@ -1,6 +1,11 @@
 """gpukit's streaming update vs torchmetrics and sentence-transformers on the same data.
 
-    python bench/compare_streaming.py [--queries 1024] [--candidates 100000] [--dim 64] [--repeats 3]
+    python bench/compare_streaming.py [--queries 1024] [--candidates 100000] [--dim 64] [--repeats 3] [--device cpu]
+
+``--device`` (default cpu) is where the data lives and every implementation
+runs; the data is generated on the CPU (same values on every device) and
+moved there once, untimed. torchmetrics and sentence-transformers are
+optional: one that is not installed is skipped with a line saying so.
 
 Data: Q random unit query vectors and N unit document vectors (dim d); the
 score of a (query, candidate) pair is their dot product (= cosine), a dense
@@ -25,6 +30,7 @@ All report nDCG@10; the script prints them so the comparison is of equal work.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import sys
 import time
@@ -70,7 +76,7 @@ def torchmetrics_ndcg(scores: torch.Tensor, targets: torch.Tensor) -> float:
 
     metric = RetrievalNormalizedDCG(top_k=10)
     rows, n = scores.shape
-    indexes = torch.arange(rows).repeat_interleave(n)
+    indexes = torch.arange(rows, device=scores.device).repeat_interleave(n)
     metric.update(scores.flatten(), targets.flatten(), indexes=indexes)
     return float(metric.compute())
 
@@ -111,12 +117,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip", action="append", default=[], choices=["torchmetrics", "sentence-transformers"])
+    parser.add_argument("--device", default="cpu", help="where the data lives and everything runs (default cpu)")
     args = parser.parse_args(argv)
+    for name, module in (("torchmetrics", "torchmetrics"), ("sentence-transformers", "sentence_transformers")):
+        if name not in args.skip and importlib.util.find_spec(module) is None:
+            print(f"skipped: {name} (not installed)")
+            args.skip.append(name)
 
-    q, d, targets = make_data(args.queries, args.candidates, args.dim)
+    device = torch.device(args.device)
+    q, d, targets = (t.to(device) for t in make_data(args.queries, args.candidates, args.dim))
     scores = q @ d.T
     print(f"data: {args.queries} queries x {args.candidates} candidates, dim {args.dim}, "
-          f"{RELEVANT} relevant per query, CPU threads {torch.get_num_threads()}")
+          f"{RELEVANT} relevant per query, device {device}, CPU threads {torch.get_num_threads()}")
     rows: list[tuple[str, float, float]] = []
     t, v = median_time(lambda: gpukit_update(scores, targets), args.repeats)
     rows.append(("gpukit update+compute", t, v))

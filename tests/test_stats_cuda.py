@@ -35,6 +35,15 @@ def test_bootstrap_cpu_equals_cuda():
         assert torch.equal(getattr(cpu, field), getattr(gpu, field))
 
 
+def test_counter_based_draws_cpu_equal_cuda():
+    from gpukit.stats.resampling import bootstrap_draws, sign_flips
+
+    for draw in (bootstrap_draws, sign_flips):
+        cpu = draw(3, 12_345, 64, 10_000, torch.device("cpu"))
+        gpu = draw(3, 12_345, 64, 10_000, torch.device("cuda"))
+        assert gpu.device.type == "cuda" and torch.equal(cpu, gpu.cpu())
+
+
 def test_comparison_table_cpu_equals_cuda():
     a, b = _scores()
     scores = {"base": {"m": b}, **{f"s{i}": {"m": a[i]} for i in range(4)}}

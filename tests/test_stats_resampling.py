@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from counter_rng_reference import bootstrap_indices, sign_bits
 from gpukit.stats import StatsError, paired_bootstrap, paired_randomization_test
-from gpukit.stats.resampling import BLOCK_ROWS
 
 
 def _scores(rows: int, q: int, seed: int, decimals: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -52,15 +52,9 @@ def test_monte_carlo_is_close_to_exact():
 
 
 def _reference_sign_counts(d: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """Counts from the documented stream: blocks of BLOCK_ROWS rows of uint8
-    randint(0, 256, (BLOCK_ROWS, ceil(Q/8))), bit j of byte k flips query 8k+j."""
-    q = d.shape[-1]
-    g = torch.Generator().manual_seed(seed)
-    blocks = -(-n // BLOCK_ROWS)
-    draw = [torch.randint(0, 256, (BLOCK_ROWS, (q + 7) // 8), generator=g, dtype=torch.uint8) for _ in range(blocks)]
-    packed = torch.cat(draw)
-    bits = np.unpackbits(packed.numpy(), axis=1, bitorder="little")[:n, :q]
-    signs = 1.0 - 2.0 * bits
+    """Counts from the documented sign stream (plain-Python hash in
+    counter_rng_reference): bit q % 32 of word q // 32 flips query q."""
+    signs = 1.0 - 2.0 * np.array(sign_bits(seed, n, d.shape[-1]), dtype=np.float64)
     observed = np.abs(d.sum(axis=-1))
     permuted = np.abs(signs @ d.T)
     return (permuted >= observed - 1e-9).sum(axis=0)
@@ -75,10 +69,10 @@ def test_monte_carlo_counts_follow_the_documented_stream():
     np.testing.assert_array_equal(result.p_value.numpy(), (expected + 1) / (n + 1))
 
 
-@pytest.mark.parametrize("chunk_size", [1, 7, BLOCK_ROWS, 999])
+@pytest.mark.parametrize("chunk_size", [1, 7, 256, 999])
 def test_randomization_independent_of_chunk_size(chunk_size):
     a, b = _scores(5, 100, seed=4, decimals=2)
-    # 600 resamples cross two generator-block boundaries.
+    # 600 resamples: chunks of every size end mid-stream.
     reference = paired_randomization_test(a, b, n_resamples=600, seed=9)
     chunked = paired_randomization_test(a, b, n_resamples=600, seed=9, chunk_size=chunk_size)
     assert torch.equal(reference.count, chunked.count)
@@ -108,11 +102,10 @@ def test_randomization_is_symmetric_and_ties_are_exact():
 
 
 def _reference_bootstrap(d: np.ndarray, n: int, seed: int, confidence: float):
-    """Percentile CI and shifted p from the documented index stream, in numpy."""
+    """Percentile CI and shifted p from the documented counter-based draws
+    (plain-Python hash in counter_rng_reference), in numpy."""
     q = d.shape[-1]
-    g = torch.Generator().manual_seed(seed)
-    blocks = -(-n // BLOCK_ROWS)
-    idx = torch.cat([torch.randint(0, q, (BLOCK_ROWS, q), generator=g) for _ in range(blocks)])[:n].numpy()
+    idx = np.array(bootstrap_indices(seed, n, q))
     means = d[:, idx].mean(axis=-1)  # (S, n)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail], axis=-1)

@@ -9,6 +9,11 @@ speed at search time:
 * the exact index: the storage ``dtype`` (fp32, fp16, bf16), one build each;
 * any other faiss index: its single default setting.
 
+On a faiss GPU index, ``nprobe`` values above faiss-gpu's limit
+(:data:`~gpukit.index.faiss_index.GPU_MAX_SELECTION` = 2048) are clamped to
+it, with a note in :attr:`SweepResult.notes`; a ``k`` above it is refused
+before anything is built.
+
 Each point's throughput is measured as on the throughput axis (median of
 repeats over the full query set) and its recall against the exact float32
 top-k. The Pareto front is then marked over all points (``on_front``) and
@@ -29,6 +34,7 @@ from gpukit.efficiency.pareto import pareto_front
 from gpukit.efficiency.specs import IndexSpec
 from gpukit.efficiency.throughput import measure_throughput
 from gpukit.index import SearchIndex, recall_at_k
+from gpukit.index.faiss_index import GPU_MAX_SELECTION, check_gpu_search_limits
 
 DEFAULT_EF_SEARCH = (16, 32, 64, 128, 256, 512)
 DEFAULT_DTYPES = ("fp32", "fp16", "bf16")
@@ -55,6 +61,8 @@ class SweepResult:
     device: str
     queries: int
     points: list[SweepPoint] = field(default_factory=list)
+    #: What the sweep changed in the requested grids, and why.
+    notes: list[str] = field(default_factory=list)
 
     def mark_fronts(self) -> None:
         coords = [(p.recall, p.qps) for p in self.points]
@@ -85,6 +93,7 @@ class SweepResult:
             "dominance": "a dominates b if recall_a >= recall_b and qps_a >= qps_b, one strictly",
             "points": [asdict(p) for p in self.points],
             "front": [asdict(p) for p in self.front()],
+            "notes": list(self.notes),
         }
 
     def save_json(self, path: str | os.PathLike[str]) -> None:
@@ -107,6 +116,32 @@ def default_grid(spec: IndexSpec, grids: Mapping[str, Sequence[Any]] | None = No
     return [{}]
 
 
+def runs_on_faiss_gpu(spec: IndexSpec, device: torch.device) -> bool:
+    """True when ``spec`` builds a faiss index on the GPU (faiss-gpu's limits apply)."""
+    return not spec.is_exact and device.type == "cuda"
+
+
+def clamp_to_gpu_limits(settings: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """``settings`` with ``nprobe`` capped at faiss-gpu's limit, and a note when any was.
+
+    Values above the limit collapse onto it (once, where it first appears).
+    """
+    clamped: list[dict[str, Any]] = []
+    over = [s["nprobe"] for s in settings if s.get("nprobe", 0) > GPU_MAX_SELECTION]
+    for setting in settings:
+        if setting.get("nprobe", 0) > GPU_MAX_SELECTION:
+            setting = {**setting, "nprobe": GPU_MAX_SELECTION}
+        if setting not in clamped:
+            clamped.append(setting)
+    notes = []
+    if over:
+        notes.append(
+            f"nprobe {', '.join(str(v) for v in over)} exceed faiss-gpu's limit of {GPU_MAX_SELECTION} "
+            f"on GPU indexes; swept nprobe = {GPU_MAX_SELECTION} instead"
+        )
+    return clamped, notes
+
+
 def run_sweep(
     specs: Sequence[IndexSpec],
     corpus: torch.Tensor,
@@ -125,8 +160,15 @@ def run_sweep(
     """
     result = SweepResult(k=k, metric=specs[0].metric if specs else "ip", device=str(device), queries=int(queries.shape[0]))
     cache: dict[IndexSpec, SearchIndex] = dict(built or {})
+    # Up front: a k faiss-gpu cannot select fails before any index is built.
     for spec in specs:
-        for setting in default_grid(spec, grids):
+        check_gpu_search_limits(runs_on_faiss_gpu(spec, device), k, None)
+    for spec in specs:
+        grid = default_grid(spec, grids)
+        if runs_on_faiss_gpu(spec, device):
+            grid, notes = clamp_to_gpu_limits(grid)
+            result.notes.extend(f"{spec.factory}: {note}" for note in notes)
+        for setting in grid:
             target = spec.with_dtype(setting["dtype"]) if "dtype" in setting else spec
             if target not in cache:
                 cache[target] = build_index(target, corpus, device).index

@@ -38,6 +38,30 @@ except ImportError:  # pragma: no cover - exercised only without faiss installed
     faiss = None
 
 
+#: Largest k and nprobe a faiss GPU index accepts: faiss-gpu selects the top k
+#: (and the nprobe nearest lists) with k-selection kernels bounded by
+#: GPU_MAX_SELECTION_K = 2048 (faiss/gpu/utils/DeviceDefs.cuh); beyond it
+#: faiss aborts the search with an assertion deep inside the call.
+GPU_MAX_SELECTION = 2048
+
+
+def check_gpu_search_limits(on_gpu: bool, k: int, nprobe: int | None) -> None:
+    """Refuse, before faiss is called, a ``k`` or ``nprobe`` above faiss-gpu's limit.
+
+    ``on_gpu`` says whether the index lives on the GPU; CPU indexes have no
+    such limit and pass unchecked.
+    """
+    if not on_gpu:
+        return
+    for name, value in (("k", k), ("nprobe", nprobe)):
+        # Non-integers are left to the parameter checks that follow.
+        if isinstance(value, int) and value > GPU_MAX_SELECTION:
+            raise IndexUsageError(
+                f"{name} = {value} exceeds faiss-gpu's limit of {GPU_MAX_SELECTION} on GPU indexes; "
+                f"use {name} <= {GPU_MAX_SELECTION}, or a CPU faiss index or ExactIndex for larger values"
+            )
+
+
 def faiss_has_gpu() -> bool:
     """True when the installed faiss was built with GPU support."""
     return faiss is not None and hasattr(faiss, "StandardGpuResources")
@@ -105,6 +129,11 @@ class FaissIndex(SearchIndex):
         except RuntimeError as exc:
             raise DeviceError(f"faiss cannot run index {self.spec!r} on GPU: {exc}") from exc
 
+    @property
+    def on_gpu(self) -> bool:
+        """True when the faiss index lives on the GPU (faiss-gpu's limits apply)."""
+        return self.device.type == "cuda"
+
     def _cpu_index(self) -> Any:
         return faiss.index_gpu_to_cpu(self._index) if self.device.type == "cuda" else self._index
 
@@ -161,6 +190,8 @@ class FaissIndex(SearchIndex):
         """
         query_vectors = self._prepare(self.queries_tensor(queries))
         k = check_k(k, self.ntotal)
+        effective_nprobe = self._parameter_defaults["nprobe"] if nprobe is None else nprobe
+        check_gpu_search_limits(self.on_gpu, k, effective_nprobe)
         self._set_search_parameters({"nprobe": nprobe, "efSearch": efSearch})
         try:
             distances, positions = self._index.search(query_vectors, k)

@@ -383,7 +383,7 @@ def compare(
             ``"wilcoxon"``; see :mod:`gpukit.stats` for each convention.
         n_resamples: resamples of the randomization test and of the
             bootstrap behind every confidence interval.
-        seed: seed of the CPU generator; results are identical for the same
+        seed: seed of the resampling streams; results are identical for the same
             seed on every device and chunk size.
         correction: ``"holm"`` (default), ``"bonferroni"`` or None, applied
             per measure over the ``S - 1`` comparisons with the baseline.

@@ -10,12 +10,14 @@ bit-for-bit across devices and chunk sizes:
 
 Reproducibility design (why the results never depend on the device):
 
-1. Random numbers come from a seeded ``torch.Generator`` on the CPU, drawn
-   in fixed blocks of :data:`BLOCK_ROWS` resamples (see :class:`_RowStream`),
-   and are moved to the device chunk by chunk. The stream therefore depends
-   only on ``(seed, Q)``, not on ``chunk_size`` nor on the device, and the
-   first ``n`` resamples of a longer run are exactly the ``n`` resamples of a
-   shorter one.
+1. Random numbers are computed *on the device* by a counter-based hash of
+   ``(seed, resample, position)`` (:func:`counter_words`) in int64 tensor
+   ops that never overflow, so they are the same integers on every device
+   by construction and nothing is copied from the host: bootstrap indices
+   by :func:`bootstrap_draws`, sign flips by :func:`sign_flips` (32 per
+   word). Each stream depends only on ``(seed, Q)``, not on ``chunk_size``
+   nor on the device, and the first ``n`` resamples of a longer run are
+   exactly the ``n`` resamples of a shorter one.
 2. Differences are mapped onto an integer grid (:func:`_integer_grid`): each
    row is multiplied by a power of two and rounded so that any sum of up to
    ``Q`` of them stays below ``2**52``. Float64 sums of such integers are
@@ -26,15 +28,12 @@ Reproducibility design (why the results never depend on the device):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.stats._common import ArrayLike, StatsError, check_resamples, check_seed, paired_differences, squeeze_like
 
-#: Resamples drawn per generator call; part of the stream definition.
-BLOCK_ROWS = 256
 #: Largest Q for ``exact=True`` (2**Q sign vectors are enumerated).
 MAX_EXACT_QUERIES = 30
 #: Default working-set size of one chunk, in matrix elements (float64):
@@ -72,55 +71,101 @@ class BootstrapResult:
     confidence: float
 
 
-class _RowStream:
-    """Rows of random data from a seeded CPU generator, drawn in fixed blocks.
+# ------------------------------------------------------- counter-based draws
+_MASK32 = 0xFFFFFFFF
+#: Largest Q the bootstrap draws support: ``word * Q`` must stay below 2**63.
+MAX_BOOTSTRAP_QUERIES = 2**31 - 1
+#: First position of the sign-flip words: bootstrap positions are below
+#: 2**31, so the two streams of one seed never share a counter.
+SIGN_POSITIONS = 2**31
 
-    ``draw(generator, BLOCK_ROWS)`` is always called with the same shape, so
-    the concatenated stream is a function of the seed alone; :meth:`take`
-    merely slices it, whatever chunk sizes the caller uses.
+
+#: Multipliers of the mixer below; both are below 2**31, so ``x * c`` of a
+#: 32-bit ``x`` stays below 2**63: int64 never overflows (torch does not
+#: promise wrap-around on every device), and ``& 0xFFFFFFFF`` is then the
+#: uint32 product exactly.
+_MIX_MULTIPLIERS = (0x21F0AAAD, 0x735A2D97)
+
+
+def mix32(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit multiply-xorshift hash, elementwise on int64 values in [0, 2**32).
+
+    ``x ^= x >> 16; x *= 0x21f0aaad; x ^= x >> 15; x *= 0x735a2d97; x ^= x >> 15``
+    (mod 2**32): the best two-multiply hash of Wellons' hash-prospector
+    ("lowbias32" improved), a bijection of 32-bit words with low avalanche
+    bias. Right shifts of non-negative int64 are logical, so this is the
+    uint32 hash exactly. ``x`` is overwritten (the bootstrap hashes large
+    chunks; in-place ops halve its memory traffic on the CPU).
     """
-
-    def __init__(self, seed: int, draw: Callable[[torch.Generator, int], torch.Tensor]) -> None:
-        self._generator = torch.Generator(device="cpu")
-        self._generator.manual_seed(check_seed(int(seed)))
-        self._draw = draw
-        self._buffer: torch.Tensor | None = None
-
-    def take(self, n: int) -> torch.Tensor:
-        parts = []
-        while n > 0:
-            if self._buffer is None or self._buffer.shape[0] == 0:
-                self._buffer = self._draw(self._generator, BLOCK_ROWS)
-            part, self._buffer = self._buffer[:n], self._buffer[n:]
-            parts.append(part)
-            n -= part.shape[0]
-        return parts[0] if len(parts) == 1 else torch.cat(parts)
+    first, second = _MIX_MULTIPLIERS
+    x ^= x >> 16
+    x.mul_(first).bitwise_and_(_MASK32)
+    x ^= x >> 15
+    x.mul_(second).bitwise_and_(_MASK32)
+    x ^= x >> 15
+    return x
 
 
-def sign_stream(seed: int, n_queries: int) -> _RowStream:
-    """Random sign-flip bits, packed 8 per byte (query ``8k + j`` is bit ``j`` of byte ``k``).
+def _seed_keys(seed: int) -> tuple[int, int]:
+    """Two 32-bit keys from the seed (mod 2**64) by SplitMix64's output function.
 
-    Packing cuts the generator calls and the host-to-device traffic by 8x.
+    It is a bijection of 64-bit words, so distinct seeds mod 2**64 give
+    distinct key pairs.
     """
-    n_bytes = (n_queries + 7) // 8
-    return _RowStream(
-        seed,
-        lambda g, rows: torch.randint(0, 256, (rows, n_bytes), generator=g, dtype=torch.uint8),
-    )
+    z = (check_seed(int(seed)) + 0x9E3779B97F4A7C15) % 2**64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % 2**64
+    z ^= z >> 31
+    return z & _MASK32, z >> 32
 
 
-def index_stream(seed: int, n_queries: int) -> _RowStream:
-    """Bootstrap resamples: ``n_queries`` query indices drawn with replacement per row."""
-    return _RowStream(
-        seed, lambda g, rows: torch.randint(0, n_queries, (rows, n_queries), generator=g)
-    )
+def counter_words(
+    seed: int, start: int, rows: int, width: int, device: torch.device, first_position: int = 0
+) -> torch.Tensor:
+    """``(rows, width)`` int64 32-bit words of resamples ``start..start+rows-1``,
+    positions ``first_position..first_position+width-1``.
+
+    ``word(r, i) = mix32((mix32(r ^ k1) + mix32(i ^ k0)) mod 2**32)`` with the
+    keys ``(k0, k1)`` of :func:`_seed_keys`. Within a resample the words are
+    distinct (``mix32`` is a bijection); two resamples share a word only when
+    two position hashes differ by the difference of their row hashes
+    (about ``width**2 / 2**32`` expected coincidences per pair of rows).
+    Not cryptographic; meant for Monte Carlo resampling.
+    """
+    k0, k1 = _seed_keys(seed)
+    resample = torch.arange(start, start + rows, dtype=torch.int64, device=device) ^ k1
+    position = torch.arange(first_position, first_position + width, dtype=torch.int64, device=device) ^ k0
+    combined = (mix32(resample).unsqueeze(1) + mix32(position).unsqueeze(0)).bitwise_and_(_MASK32)
+    return mix32(combined)
 
 
-def _unpack_bits(packed: torch.Tensor, n_queries: int) -> torch.Tensor:
-    """``(R, ceil(Q/8))`` uint8 -> ``(R, Q)`` float64 0/1 (on ``packed``'s device)."""
-    shifts = torch.arange(8, dtype=torch.uint8, device=packed.device)
-    bits = (packed.unsqueeze(-1) >> shifts) & 1
-    return bits.reshape(packed.shape[0], -1)[:, :n_queries].to(torch.float64)
+def bootstrap_draws(
+    seed: int, start: int, rows: int, n_queries: int, device: torch.device, *, width: int | None = None
+) -> torch.Tensor:
+    """``(rows, width)`` query indices in ``[0, n_queries)`` (``width`` defaults to ``n_queries``).
+
+    Lemire's multiply-shift maps a word to ``floor(word * n / 2**32)``: each
+    index has ``floor(2**32 / n)`` or ``ceil(2**32 / n)`` preimages, so its
+    probability differs from ``1/n`` by less than ``2**-32`` (no modulo bias
+    beyond that bound). ``word * n < 2**63`` for ``n < 2**31``.
+    """
+    if n_queries > MAX_BOOTSTRAP_QUERIES:
+        raise StatsError(f"the bootstrap draws support Q < 2**31 queries, got {n_queries:,}")
+    words = counter_words(seed, start, rows, n_queries if width is None else width, device)
+    return words.mul_(n_queries).bitwise_right_shift_(32)
+
+
+def sign_flips(seed: int, start: int, rows: int, n_queries: int, device: torch.device) -> torch.Tensor:
+    """``(rows, Q)`` float64 0/1: 1 flips the sign of that query's difference.
+
+    Query ``32 j + b`` is flipped when bit ``b`` of word ``j`` is set, word
+    ``j`` being :func:`counter_words` at position ``SIGN_POSITIONS + j``;
+    every bit of a word is a fair coin up to the hash's quality.
+    """
+    words = counter_words(seed, start, rows, (n_queries + 31) // 32, device, first_position=SIGN_POSITIONS)
+    shifts = torch.arange(32, dtype=torch.int64, device=device)
+    bits = (words.unsqueeze(-1) >> shifts).bitwise_and_(1)
+    return bits.reshape(rows, -1)[:, :n_queries].to(torch.float64)
 
 
 def _integer_grid(d: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -192,7 +237,7 @@ def paired_randomization_test(
         a, b: ``(Q,)`` or ``(S, Q)`` per-query scores (no NaN; ``b`` may be
             ``(Q,)`` for a shared baseline).
         n_resamples: number of random sign vectors.
-        seed: seed of the CPU generator; same seed -> identical p-values on
+        seed: seed of the sign-flip stream; same seed -> identical p-values on
             every device and for every ``chunk_size``.
         chunk_size: resamples processed per batched op (memory knob only).
         exact: enumerate all sign vectors instead of sampling.
@@ -228,10 +273,9 @@ def paired_randomization_test(
         n_used = total
     else:
         check_resamples(n_resamples)
-        stream = sign_stream(seed, n_queries)
         for start in range(0, n_resamples, chunk):
             rows = min(chunk, n_resamples - start)
-            accumulate(_unpack_bits(stream.take(rows).to(dev), n_queries))
+            accumulate(sign_flips(seed, start, rows, n_queries, dev))
         count_cpu = count.cpu()
         p_value = (count_cpu.to(torch.float64) + 1.0) / (n_resamples + 1.0)
         n_used = n_resamples
@@ -285,8 +329,9 @@ def paired_bootstrap(
           p = (#{|mean_b - mean_obs| >= |mean_obs| - eps} + 1) / (n_resamples + 1)
 
     Args are as in :func:`paired_randomization_test`; ``confidence`` is in
-    (0, 1). The resample indices come from :func:`index_stream` (seeded CPU
-    generator), so results are identical across devices and chunk sizes.
+    (0, 1). The resample indices come from :func:`bootstrap_draws` (a seeded counter-based
+    hash computed on the device), so results are identical across devices
+    and chunk sizes.
     """
     if not 0.0 < confidence < 1.0:
         raise StatsError(f"confidence must be in (0, 1), got {confidence}")
@@ -301,12 +346,12 @@ def paired_bootstrap(
     obs_dev = observed.to(dev)
     threshold = obs_dev.abs() - _tie_tolerance(n_queries)
     count = torch.zeros(n_systems, dtype=torch.int64, device=dev)
-    sums = torch.empty(n_resamples, n_systems, dtype=torch.float64)
+    # Kept on the device and copied once at the end (not once per chunk).
+    sums = torch.empty(n_resamples, n_systems, dtype=torch.float64, device=dev)
     chunk = chunk_size or _default_chunk(n_queries, dev)
-    stream = index_stream(seed, n_queries)
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
-        indices = stream.take(rows).to(dev)
+        indices = bootstrap_draws(seed, start, rows, n_queries, dev)
         # Multiplicity of each query in each resample; adding 1.0s is exact in
         # any order, so the atomic scatter on CUDA is deterministic too.
         ones = torch.ones(1, 1, dtype=torch.float64, device=dev).expand(rows, n_queries)
@@ -314,10 +359,10 @@ def paired_bootstrap(
         multiplicity.scatter_add_(1, indices, ones)
         resampled = multiplicity @ weights  # (rows, S) exact integer sums
         count.add_(((resampled - obs_dev).abs() >= threshold).sum(dim=0))
-        sums[start:start + rows] = resampled.cpu()
+        sums[start:start + rows] = resampled
     # Back to the mean scale on the CPU: division by a power of two is exact,
     # the division by Q is one correctly rounded op -- identical everywhere.
-    means, _ = torch.sort(sums / scale / n_queries, dim=0)
+    means, _ = torch.sort(sums.cpu() / scale / n_queries, dim=0)
     count_cpu = count.cpu()
     alpha = (1.0 - confidence) / 2.0
     return BootstrapResult(
