@@ -3,8 +3,10 @@
 Every trec_eval root that the registry and pytrec_eval both have is compared
 value by value (1e-12) and key by key (same names, same order) on random
 collections with ties, negative grades, run queries without judgments and
-judged queries absent from the run, at two relevance levels, with and without
-judged_docs_only_flag. The roots come from the registry and from
+judged queries absent from the run, at relevance levels 1 and 2, with and
+without judged_docs_only_flag. (The collections keep test_pytrec_eval_parity's
+default sizes: with smaller ones, pytrec_eval 0.5.11 itself was seen to hang
+in evaluate() on a fresh evaluator after another collection's evaluation.) The roots come from the registry and from
 pytrec_eval.supported_measures, so newly registered families are compared
 as soon as they exist. pytrec_eval's own unit tests (tests/pytrec_eval_tests.py
 of terrierteam/pytrec_eval) are replayed on the compat layer, with their
@@ -72,7 +74,7 @@ def test_every_measure_matches_pytrec_eval(root):
         pytest.skip(f"pytrec-eval-terrier {pytrec_eval.__version__} has no measure {root!r}")
     if root in VERSION_DIFFERENCES:
         pytest.skip(VERSION_DIFFERENCES[root])
-    for seed, relevance_level, judged_only in [(0, 1, False), (1, 2, False), (2, 1, True), (3, 2, True)]:
+    for seed, relevance_level, judged_only in [(0, 1, False), (1, 2, True)]:
         qrels, run = random_collection(seed)
         for names in _names(root):
             expected = pytrec_eval.RelevanceEvaluator(qrels, names, relevance_level, judged_only).evaluate(run)
@@ -84,7 +86,9 @@ def test_every_measure_matches_pytrec_eval(root):
 def test_all_supported_measures_in_one_evaluator():
     names = (set(compat.supported_measures) & set(pytrec_eval.supported_measures)) - set(VERSION_DIFFERENCES)
     qrels, run = random_collection(4)
-    _assert_same(pytrec_eval.RelevanceEvaluator(qrels, names).evaluate(run), compat.RelevanceEvaluator(qrels, names).evaluate(run))
+    for judged_only in (False, True):
+        _assert_same(pytrec_eval.RelevanceEvaluator(qrels, names, 1, judged_only).evaluate(run),
+                     compat.RelevanceEvaluator(qrels, names, 1, judged_only).evaluate(run))
 
 
 def test_float32_score_precision():
