@@ -40,6 +40,11 @@ class InputFormatError(GpukitError, ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+class InputDuplicateError(InputFormatError, AssertionError):
+    """A (query, document) pair given twice in pytrec_eval-style parsing: also
+    an AssertionError, the type pytrec_eval's ``parse_run``/``parse_qrel`` raise."""
+
+
 class MeasureError(GpukitError, ValueError):
     """An unknown or malformed measure name or parameter."""
 

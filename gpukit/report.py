@@ -1,14 +1,16 @@
 """Reports: every score travels with the conventions that produced it."""
 from __future__ import annotations
 
+import html
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from gpukit.conventions import TIE_BREAK, Convention
+from gpukit.errors import GpukitError, UsageError
 from gpukit.measures import Measure, MeasureLike, parse_measure
 
 
@@ -42,6 +44,136 @@ AGGREGATION_WORDS = {
 
 #: trec_eval's floor for geometric means (MIN_GEO_MEAN in trec_eval.h).
 MIN_GEO_MEAN = 1e-5
+
+
+def require_pandas(who: str) -> Any:
+    """pandas, imported on demand (an optional dependency: ``pip install 'gpukit[pandas]'``)."""
+    try:
+        import pandas
+    except ImportError as exc:  # pragma: no cover - exercised with pandas hidden
+        raise GpukitError(f"{who} needs pandas: pip install 'gpukit[pandas]'") from exc
+    return pandas
+
+
+class Summary(NamedTuple):
+    """One measure's reported value: ``mean`` is the aggregate (a sum for counts)."""
+
+    name: str
+    mean: float
+    evaluated: int
+    omitted: int
+    aggregate: str
+    conventions: dict[str, str]
+
+
+#: Measures shown by ``repr`` before "+N more".
+_REPR_MEASURES = 6
+
+
+class ResultSet:
+    """What every gpukit report shares: :class:`Report` (one run) and the
+    streaming evaluator's report.
+
+    Subclasses give :meth:`_header` (run, convention, topic counts) and
+    :meth:`summaries`; this class turns them into the common JSON object
+    (:meth:`to_dict`, identical keys for every report; NaN is written as
+    null, so the JSON is valid), ``means()``, ``float(report)`` for a
+    one-measure report, a short ``repr``, an HTML table for notebooks and a
+    pandas DataFrame.
+    """
+
+    def _header(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def summaries(self) -> list[Summary]:
+        """Every measure's value, counts, aggregate and conventions, in order."""
+        raise NotImplementedError
+
+    def _per_query_dict(self) -> dict[str, dict[str, float]]:
+        raise UsageError(f"{type(self).__name__} keeps aggregates only, no per-query values")
+
+    def means(self) -> dict[str, float]:
+        return {s.name: s.mean for s in self.summaries()}
+
+    def to_dict(self, per_query: bool = False) -> dict[str, Any]:
+        """The ``--format json`` object: ``run``, ``convention``, ``topics``,
+        ``queries_not_in_run``, ``run_queries_not_in_qrels``, ``measures``
+        (name -> mean, evaluated, omitted, aggregate, conventions) and, with
+        ``per_query``, ``per_query`` ({query: {measure: value}})."""
+        out = dict(self._header())
+        out["measures"] = {
+            s.name: {
+                "mean": _json_float(s.mean),
+                "evaluated": s.evaluated,
+                "omitted": s.omitted,
+                "aggregate": s.aggregate,
+                "conventions": s.conventions,
+            }
+            for s in self.summaries()
+        }
+        if per_query:
+            out["per_query"] = self._per_query_dict()
+        return out
+
+    def to_json(self, per_query: bool = False) -> str:
+        return json.dumps(self.to_dict(per_query), indent=2, allow_nan=False)
+
+    def __float__(self) -> float:
+        rows = self.summaries()
+        if len(rows) != 1:
+            raise UsageError(f"float() needs a report of one measure, this one has {len(rows)}: index it first (report['AP'])")
+        return float(rows[0].mean)
+
+    def __repr__(self) -> str:
+        head = self._header()
+        fields = [f"{k}={head[k]!r}" for k in ("run", "convention", "topics") if head.get(k) is not None]
+        rows = self.summaries()
+        fields += [f"{s.name}={_fmt(s.mean)}" for s in rows[:_REPR_MEASURES]]
+        if len(rows) > _REPR_MEASURES:
+            fields.append(f"+{len(rows) - _REPR_MEASURES} more")
+        return f"{type(self).__name__}({', '.join(fields)})"
+
+    def _repr_html_(self) -> str:
+        head = self._header()
+        caption = ", ".join(f"{k}: {head[k]}" for k in ("run", "convention", "topics") if head.get(k) is not None)
+        cells = "".join(
+            f"<tr><td>{html.escape(s.name)}</td><td>{_fmt(s.mean)}</td><td>{s.evaluated}</td><td>{s.omitted}</td>"
+            f"<td>{html.escape(s.aggregate)}</td></tr>"
+            for s in self.summaries()
+        )
+        return (
+            f"<table><caption>{html.escape(caption)}</caption><thead><tr><th>measure</th><th>value</th>"
+            f"<th>evaluated</th><th>omitted</th><th>aggregate</th></tr></thead><tbody>{cells}</tbody></table>"
+        )
+
+    def to_dataframe(self, per_query: bool = False):
+        """A pandas DataFrame (pandas is imported here only).
+
+        ``per_query=False``: one row per measure, indexed by measure name, with
+        columns ``run``, ``value`` (the reported mean, or sum for counts),
+        ``evaluated``, ``omitted``, ``aggregate``. ``per_query=True``: one row
+        per query (index ``query_id``), one column per measure, NaN where the
+        query was omitted from that measure.
+        """
+        pd = require_pandas(f"{type(self).__name__}.to_dataframe")
+        if per_query:
+            return self._per_query_frame(pd)
+        rows = self.summaries()
+        run = self._header().get("run")
+        frame = pd.DataFrame(
+            {
+                "run": [run] * len(rows),
+                "value": [s.mean for s in rows],
+                "evaluated": [s.evaluated for s in rows],
+                "omitted": [s.omitted for s in rows],
+                "aggregate": [s.aggregate for s in rows],
+            },
+            index=pd.Index([s.name for s in rows], name="measure"),
+        )
+        return frame
+
+    def _per_query_frame(self, pd: Any):
+        raise UsageError(f"{type(self).__name__} keeps aggregates only, no per-query values")
 
 
 @dataclass(frozen=True)
@@ -107,9 +239,15 @@ class MeasureResult:
         return str(self.measure)
 
 
-@dataclass(frozen=True)
-class Report:
-    """Scores of one run: per measure a :class:`MeasureResult`."""
+@dataclass(frozen=True, repr=False)
+class Report(ResultSet):
+    """Scores of one run: per measure a :class:`MeasureResult`.
+
+    ``report["AP"]`` is a :class:`MeasureResult` (its ``per_query`` is a
+    tensor aligned with ``query_ids``); ``report.by_query()`` is
+    ``{query_id: {measure: value}}`` (``report.per_query()`` is the same
+    method under its older name).
+    """
 
     run_name: str
     query_ids: list[str]
@@ -131,10 +269,19 @@ class Report:
     def measures(self) -> list[Measure]:
         return list(self.results)
 
-    def means(self) -> dict[str, float]:
-        return {str(m): r.mean for m, r in self.results.items()}
+    def summaries(self) -> list[Summary]:
+        return [Summary(str(m), r.mean, r.evaluated, r.omitted, r.aggregate, r.conventions) for m, r in self.results.items()]
 
-    def per_query(self) -> dict[str, dict[str, float]]:
+    def _header(self) -> dict[str, Any]:
+        return {
+            "run": self.run_name,
+            "convention": self.convention.name,
+            "topics": len(self.query_ids),
+            "queries_not_in_run": self.queries_not_in_run,
+            "run_queries_not_in_qrels": self.run_queries_not_in_qrels,
+        }
+
+    def by_query(self) -> dict[str, dict[str, float]]:
         """{query_id: {measure: value}}; omitted queries are left out."""
         out: dict[str, dict[str, float]] = {q: {} for q in self.query_ids}
         for m, r in self.results.items():
@@ -143,32 +290,17 @@ class Report:
                     out[q][str(m)] = v
         return out
 
+    #: The older name of :meth:`by_query`, kept (not deprecated).
+    per_query = by_query
+
+    def _per_query_dict(self) -> dict[str, dict[str, float]]:
+        return self.by_query()
+
+    def _per_query_frame(self, pd: Any):
+        columns = {str(m): r.per_query.cpu().tolist() for m, r in self.results.items()}  # NaN where omitted
+        return pd.DataFrame(columns, index=pd.Index(self.query_ids, name="query_id"))
+
     # -------------------------------------------------------------- formats
-    def to_dict(self, per_query: bool = False) -> dict[str, Any]:
-        """The ``--format json`` object for this run."""
-        out: dict[str, Any] = {
-            "run": self.run_name,
-            "convention": self.convention.name,
-            "topics": len(self.query_ids),
-            "queries_not_in_run": self.queries_not_in_run,
-            "run_queries_not_in_qrels": self.run_queries_not_in_qrels,
-            "measures": {
-                str(m): {
-                    "mean": _json_float(r.mean),
-                    "evaluated": r.evaluated,
-                    "omitted": r.omitted,
-                    "conventions": r.conventions,
-                }
-                for m, r in self.results.items()
-            },
-        }
-        if per_query:
-            out["per_query"] = self.per_query()
-        return out
-
-    def to_json(self, per_query: bool = False) -> str:
-        return json.dumps(self.to_dict(per_query), indent=2)
-
     def to_table(self, per_query: bool = False) -> str:
         """A human-readable table with evaluated/omitted counts and a legend."""
         lines = [f"run: {self.run_name}    convention: {self.convention.name}    device: {self.device}"]
@@ -188,7 +320,7 @@ class Report:
         lines.append(f"ties: {next(iter(self.results.values())).conventions['tie_break'] if self.results else ''}; discount (DCG family): 1/log2(rank+1); aggregation: unweighted mean unless stated")
         if per_query:
             lines.append("")
-            for q, values in self.per_query().items():
+            for q, values in self.by_query().items():
                 lines.append(q + "  " + "  ".join(f"{k}={_fmt(v)}" for k, v in values.items()))
         return "\n".join(lines)
 

@@ -21,9 +21,16 @@ def _json_lines(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def _json_array(text: str) -> list[dict]:
+    """`--format json`: one JSON document, an array of one object per run."""
+    doc = json.loads(text)
+    assert isinstance(doc, list)
+    return doc
+
+
 def test_json_has_one_object_per_run_with_conventions(capsys):
     assert main(["eval", str(QRELS), str(RUN), str(TRUNC), "-m", "nDCG@10", "-m", "AP", "--format", "json"]) == 0
-    objects = _json_lines(capsys.readouterr().out)
+    objects = _json_array(capsys.readouterr().out)
     assert [o["run"] for o in objects] == ["results.test", "results.trunc"]
     qrels = gpukit.Qrels.from_trec(QRELS)
     for obj, path in zip(objects, (RUN, TRUNC)):
@@ -50,14 +57,26 @@ def test_many_runs_parse_the_qrels_once(capsys, monkeypatch):
     monkeypatch.setattr(gpukit.Qrels, "from_trec", classmethod(counting))
     assert main(["eval", str(QRELS), str(RUN), str(TRUNC), str(RUN), "-m", "AP", "--format", "json"]) == 0
     assert calls == [str(QRELS)]
-    objects = _json_lines(capsys.readouterr().out)
+    objects = _json_array(capsys.readouterr().out)
     assert len(objects) == 3
     assert objects[0]["measures"]["AP"]["mean"] == objects[2]["measures"]["AP"]["mean"]
 
 
+def test_jsonl_is_one_object_per_line_equal_to_the_json_array(capsys):
+    args = ["eval", str(QRELS), str(RUN), str(TRUNC), "-m", "AP", "-m", "P@5"]
+    assert main(args + ["--format", "json"]) == 0
+    array = _json_array(capsys.readouterr().out)
+    assert main(args + ["--format", "jsonl"]) == 0
+    assert _json_lines(capsys.readouterr().out) == array
+    qrels = gpukit.Qrels.from_trec(QRELS)
+    for obj, path in zip(array, (RUN, TRUNC)):
+        want = gpukit.evaluate(qrels, gpukit.Run.from_trec(path), ["AP", "P@5"])
+        assert obj["measures"]["AP"]["mean"] == pytest.approx(want["AP"].mean, abs=1e-12)
+
+
 def test_json_per_query_matches_evaluate(capsys):
     assert main(["eval", str(QRELS), str(RUN), "-m", "P@5", "--per-query", "--format", "json", "--convention", "trec_eval"]) == 0
-    obj = _json_lines(capsys.readouterr().out)[0]
+    obj = _json_array(capsys.readouterr().out)[0]
     report = gpukit.evaluate(gpukit.Qrels.from_trec(QRELS), gpukit.Run.from_trec(RUN), ["P@5"], convention="trec_eval")
     assert obj["per_query"] == {q: {"P@5": v} for q, v in zip(report.query_ids, report["P@5"].per_query.tolist())}
 
@@ -92,7 +111,7 @@ def test_table_states_conventions_and_omitted_counts(capsys, tmp_path):
 def test_bundled_cacm_run_under_both_conventions(capsys):
     qrels, run = DATA / "cacm" / "qrels.cacm.txt", DATA / "cacm" / "run.cacm-bm25.anserini.txt"
     assert main(["eval", str(qrels), str(run), "-m", "AP", "-m", "nDCG@10", "--format", "json", "--convention", "trec_eval"]) == 0
-    trec = _json_lines(capsys.readouterr().out)[0]
+    trec = _json_array(capsys.readouterr().out)[0]
     report = gpukit.evaluate(gpukit.Qrels.from_trec(qrels), gpukit.Run.from_trec(run), ["AP", "nDCG@10"], convention="trec_eval")
     assert trec["measures"]["AP"]["mean"] == pytest.approx(report["AP"].mean, abs=1e-12)
     assert trec["measures"]["AP"]["omitted"] == 0

@@ -39,7 +39,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-c", "--complete", action="store_true", default=None, help="score qrels topics missing from the run as 0 (trec_eval -c)")
     p.add_argument("-M", "--max-depth", type=positive_int64, default=None, help="only the top N documents of each ranking count (trec_eval -M)")
     p.add_argument("-q", "--per-query", action="store_true", help="also print per-query values")
-    p.add_argument("--format", choices=["table", "json", "trec"], default="table")
+    p.add_argument(
+        "--format", choices=["table", "json", "jsonl", "trec"], default="table",
+        help="json: one JSON array, an object per run; jsonl: one object per line (JSON Lines)",
+    )
     p.add_argument("--device", type=device_name, default="cpu", help="auto, cpu or cuda[:n] (default cpu)")
     p.add_argument("--score-precision", choices=["float64", "float32"], default="float64", help="precision in which scores are compared when sorting")
     p.add_argument("--dedup", choices=["error", "max", "first"], default="error", help="what to do with a document retrieved twice for a query")
@@ -63,8 +66,11 @@ def run_eval(args: argparse.Namespace) -> int:
         )
     out = sys.stdout
     if args.format == "json":
+        # One document for any number of runs (a parser reads it whole); NaN is null.
+        out.write(json.dumps([r.to_dict(per_query=args.per_query) for r in reports], indent=2, allow_nan=False) + "\n")
+    elif args.format == "jsonl":
         for report in reports:
-            out.write(json.dumps(report.to_dict(per_query=args.per_query)) + "\n")
+            out.write(json.dumps(report.to_dict(per_query=args.per_query), allow_nan=False) + "\n")
     elif args.format == "trec":
         from gpukit.trec_eval_compat import run_tag
 

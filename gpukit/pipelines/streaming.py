@@ -47,7 +47,7 @@ from typing import Iterable, Sequence
 
 import torch
 
-from gpukit.conventions import Convention, get_convention
+from gpukit.conventions import TIE_BREAK, Convention, get_convention
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import DeviceLike
@@ -55,8 +55,9 @@ from gpukit.errors import DeviceError, GpukitError
 from gpukit.evaluation import compute_measures
 from gpukit.index.base import canonical_device
 from gpukit.index.topk import block_topk, sort_by_score_then_index
-from gpukit.measures import Measure, MeasureLike, parse_measures
+from gpukit.measures import Measure, MeasureLike, parse_measure, parse_measures
 from gpukit.ranking import RankedJudgments, form_ranking
+from gpukit.report import ResultSet, Summary, describe_conventions
 
 LIMBS = 4
 LIMB_BITS = 32
@@ -216,25 +217,44 @@ class StreamingResult:
     aggregate: str = "mean"
 
 
-@dataclass(frozen=True)
-class StreamingReport:
-    """What :meth:`RetrievalEvaluator.compute_report` returns."""
+#: How the streaming evaluator ranks, in words (its report's tie_break).
+STREAM_TIE_BREAK = (
+    "update(): score descending, then candidate column ascending; update_run(): " + TIE_BREAK
+)
+
+
+@dataclass(frozen=True, repr=False)
+class StreamingReport(ResultSet):
+    """What :meth:`RetrievalEvaluator.compute_report` returns: the same report
+    type as :class:`~gpukit.report.Report` (same ``to_dict`` keys, valid JSON,
+    ``to_dataframe``, ``float()``), with aggregates only (no per-query values).
+
+    ``queries`` is every query fed to the evaluator (all processes when
+    ``synced``); it is the JSON's ``topics``.
+    """
 
     results: dict[str, StreamingResult]
     queries: int
     convention: str
     synced: bool
 
-    def means(self) -> dict[str, float]:
-        return {name: r.mean for name, r in self.results.items()}
+    def summaries(self) -> list[Summary]:
+        conv = get_convention(self.convention)
+        topics = "every query given to update()/update_run()" + (
+            ", on every process (all_reduce)" if self.synced else ", on this process"
+        )
+        out = []
+        for name, r in self.results.items():
+            conventions = describe_conventions(parse_measure(name), conv, max_depth=None, score_dtype=torch.float64)
+            conventions.update(tie_break=STREAM_TIE_BREAK, topics=topics)
+            del conventions["score_precision"]  # the inputs' own dtype
+            out.append(Summary(name, r.mean, r.evaluated, r.omitted, r.aggregate, conventions))
+        return out
 
-    def to_dict(self) -> dict:
-        return {
-            "queries": self.queries,
-            "convention": self.convention,
-            "synced": self.synced,
-            "measures": {n: {"mean": r.mean, "evaluated": r.evaluated, "omitted": r.omitted, "aggregate": r.aggregate} for n, r in self.results.items()},
-        }
+    def _header(self) -> dict:
+        # Dense batches have no run file and no qrels: nothing is missing on either side.
+        return {"run": None, "convention": self.convention, "topics": self.queries, "queries_not_in_run": 0,
+                "run_queries_not_in_qrels": 0}
 
     def to_table(self) -> str:
         width = max([len(n) for n in self.results] + [7])

@@ -169,6 +169,20 @@ class ComparisonTable:
             measures[m] = {"queries": len(self.query_ids.get(m, [])), "systems": systems}
         return {**self.settings.describe(), "systems": list(self.systems), "measures": measures}
 
+    def to_dataframe(self):
+        """One row per (measure, system), indexed by both, with every
+        :class:`ComparisonRow` field (None for the baseline's comparison
+        fields) and ``marker``; the settings are in ``frame.attrs``. pandas
+        is imported here only."""
+        from gpukit.report import require_pandas
+
+        pd = require_pandas("ComparisonTable.to_dataframe")
+        records = [{**asdict(r), "marker": r.marker} for r in self.rows]
+        frame = pd.DataFrame.from_records(records, columns=[f.name for f in dataclasses.fields(ComparisonRow)] + ["marker"])
+        frame = frame.set_index(["measure", "system"])
+        frame.attrs.update(self.settings.describe())
+        return frame
+
     def to_text(self) -> str:
         """Aligned plain-text table, one line per (measure, system), with a legend."""
         conf = self.settings
