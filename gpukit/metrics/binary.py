@@ -44,7 +44,7 @@ def row_counts(mask: torch.Tensor) -> torch.Tensor:
     Counts are exact whatever the order, so the CPU path may use NumPy, whose
     short-row counting is about ten times faster than torch's row reduction.
     """
-    if mask.device.type == "cpu" and mask.shape[1] > 0:
+    if mask.device.type == "cpu" and mask.shape[1] > 0 and not torch.compiler.is_compiling():
         return torch.from_numpy(np.count_nonzero(mask.numpy(), axis=1).astype(np.int64, copy=False))
     return mask.sum(1)
 
@@ -100,7 +100,8 @@ def average_precision(
     not and whatever k is (trec_eval's map and map_cut).
     """
     rel = truncate(rel, cutoffs)
-    if rel.device.type == "cpu" and hits is None:
+    # The sparse CPU path has data-dependent shapes; a compiled graph takes the dense one.
+    if rel.device.type == "cpu" and hits is None and not torch.compiler.is_compiling():
         sums = _sparse_precision_sums(rel, cutoffs)
     else:
         hits = running_hits(rel) if hits is None else hits[:, : rel.shape[1]]
