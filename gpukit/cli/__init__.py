@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # torch and the command's modules (imported by build_parser) live as
         # long as the process: moved out of the collector's generations, the
         # collections the command's own allocations trigger no longer walk
-        # them (~0.3 s CPU of `gpukit eval` on one track run, docs/benchmarks.md).
+        # them (0.29 s CPU of `gpukit eval` on one track run, docs/benchmarks.md).
         # Not done for an in-process call, whose caller owns the collector.
         gc.freeze()
     args = parser.parse_args(argv)

@@ -59,7 +59,6 @@ import pyarrow.csv as pacsv
 from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, UsageError, UsageTypeError, echo
 
 
-
 class LazyModule:
     """A module imported on its first attribute access, then reached through
     ``sys.modules`` (a dict look-up) on every later one.
