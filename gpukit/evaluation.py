@@ -19,6 +19,7 @@ from gpukit.errors import MeasureError
 from gpukit.measures import Measure, MeasureLike, parse_measures
 from gpukit.ranking import RankedJudgments, form_ranking
 from gpukit.report import MeasureResult, Report, describe_conventions
+from gpukit.threads import threads_for
 
 #: Ranking inputs an ordinary qrels does not provide, and the API that does.
 SEPARATE_INPUTS = {"prefs": "gpukit.evaluate_prefs", "judgment_groups": "gpukit.evaluate_judgment_groups"}
@@ -97,8 +98,11 @@ def evaluate(
     target = run.device if device is None else resolve_device(device)
     if run.device != target:
         run = run.to(target)
-    ranking = form_ranking(qrels, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
-    return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
+    # Small rankings run with one intra-op thread (the pool costs more than it
+    # saves on them); the caller's count is back when this returns or raises.
+    with threads_for(run.doc_codes.numel(), target):
+        ranking = form_ranking(qrels, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
+        return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
 
 
 def report_of(ranking, parsed: Sequence[Measure], conv: Convention, run_name: str, device: torch.device, *,

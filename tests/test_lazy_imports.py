@@ -82,3 +82,21 @@ def test_help_lists_every_command_with_its_modules_help_line(capsys):
     assert set(helps) == {gpukit.cli.command_name(m) for m in gpukit.cli.COMMAND_MODULES}
     for command, help_line in helps.items():
         assert f"{command} {help_line}" in listing
+
+
+def test_arrow_compute_is_imported_only_when_a_kernel_is_called():
+    """`pyarrow.compute` (slow to import after torch) is not loaded by importing
+    gpukit, its readers or evaluate; its first use loads it with the garbage
+    collector paused and left as the caller had it."""
+    loaded = _modules_after(
+        "import gpukit\nfrom gpukit import Qrels, Run, evaluate\n"
+        "import gpukit.data.doc_space, gpukit.data.qrels, gpukit.data.run, gpukit.data.text_table"
+    )
+    assert "gpukit.data.text_table" in loaded and "pyarrow.compute" not in loaded
+    used = _modules_after(
+        "import gc\nfrom gpukit.data.text_table import pc\n"
+        "gc.disable()\nassert pc.sum([1, 2]).as_py() == 3\nassert not gc.isenabled()\n"
+    )
+    assert "pyarrow.compute" in used
+    enabled = _modules_after("import gc\nfrom gpukit.data.text_table import pc\npc.sum\nassert gc.isenabled()\n")
+    assert "pyarrow.compute" in enabled

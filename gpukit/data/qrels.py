@@ -28,6 +28,7 @@ from gpukit.data.text_table import (
     string_codes,
 )
 from gpukit.errors import InputFormatError, echo
+from gpukit.threads import sized_threads
 
 #: The largest grade magnitude (ranking tensors are int32, -2**31 marks "not judged").
 MAX_ABS_GRADE = 2**31 - 2
@@ -142,6 +143,7 @@ class Qrels:
         return cls.from_arrays(cols["query_col"], cols["doc_col"], grades, source=source)
 
     @classmethod
+    @sized_threads(lambda cls, q_codes, q_vocab, d_codes, *rest: len(d_codes))  # one thread on small inputs
     def _from_codes(cls, q_codes, q_vocab, d_codes, d_space, grades, source, line_of) -> "Qrels":
         # Rankings hold grades as int32 with -2**31 reserved for "not judged" and
         # need |grade| < 2**31 - 1 (the ideal-ranking sort packs 2**31 - 1 - grade);

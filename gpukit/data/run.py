@@ -18,7 +18,6 @@ from typing import Callable, Literal, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import torch
 
 from gpukit.data.doc_space import DocSpace, PackedIds, Vocabulary, doc_keys, pack_ids, sorted_distinct
@@ -27,6 +26,7 @@ from gpukit.data.text_table import (
     arrow_indices,
     numpy_values,
     pandas_columns,
+    pc,
     read_table,
     release_arrow_memory,
     string_array,
@@ -34,6 +34,7 @@ from gpukit.data.text_table import (
 )
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import DeviceError, InputFormatError, UsageError, echo
+from gpukit.threads import sized_threads
 
 Dedup = Literal["error", "max", "first"]
 
@@ -214,6 +215,7 @@ class Run:
         return cls(qids, space, codes, ranked_scores, name)
 
     @classmethod
+    @sized_threads(lambda cls, q_codes, q_vocab, d_codes, *rest: len(d_codes))  # one thread on small inputs
     def _from_flat(cls, q_codes, q_vocab, d_codes, d_space, scores, name, dedup, source, line_of) -> "Run":
         """Lay flat (row-aligned) query codes, doc keys and scores out as a Run.
 

@@ -37,7 +37,9 @@ single largest cost of the previous reader.
 """
 from __future__ import annotations
 
+import gc
 import gzip
+import importlib
 import io
 import mmap
 import os
@@ -52,10 +54,44 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, UsageError, UsageTypeError, echo
+
+
+class LazyModule:
+    """A module imported on its first attribute access, then reached through
+    ``sys.modules`` (a dict look-up) on every later one.
+
+    Why: ``pyarrow.compute`` builds a Python wrapper for each of Arrow's
+    several hundred kernels when imported; in a process that has imported
+    torch, the garbage collections those allocations trigger walk torch's
+    objects too, which made it ~0.1-0.2 s of ``gpukit eval``'s start-up.
+    Modules that only sometimes call a kernel name it through this instead.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        module = sys.modules.get(self._name)
+        if module is None:
+            # The collections the import's allocations trigger would walk every
+            # object of the process (torch's included) and free nothing of
+            # the import's own: collection is paused for its duration, and
+            # restored as it was.
+            was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                module = importlib.import_module(self._name)
+            finally:
+                if was_enabled:
+                    gc.enable()
+        return getattr(module, attr)
+
+
+#: ``pyarrow.compute``, imported when first used (see LazyModule).
+pc = LazyModule("pyarrow.compute")
 
 BLOCK_BYTES = 64 << 20
 #: Inputs smaller than this (bytes of text; a gzip file counts 8x its size) are

@@ -1,0 +1,72 @@
+"""Torch's intra-op thread count chosen by the size of the work.
+
+On small tensors (a TREC track: ~100 topics x 1,000 documents) an OpenMP
+parallel region costs more than it saves, and on a busy machine it waits
+for a descheduled worker: single ops measured 5-36 ms with 2 threads
+against 0.1-0.8 ms with 1 (docs/benchmarks.md, "The everyday case").
+:func:`threads_for` therefore runs work below :data:`SMALL_WORK` ranked
+entries with one thread.
+
+``torch.set_num_threads`` is process-global: while the block runs, every
+thread of the process computes with the count it sets. The caller's count is
+restored when the block ends, normally or by an exception; it is never left
+changed. A caller running torch work concurrently in other threads, or
+wanting its own count honoured, passes ``adapt=False``.
+"""
+from __future__ import annotations
+
+import functools
+from contextlib import contextmanager
+from typing import Callable, Iterator, TypeVar
+
+import torch
+
+F = TypeVar("F", bound=Callable)
+
+#: Ranked entries (topics x ranking depth) below which one intra-op thread
+#: is faster than torch's pool on CPU; the crossover is measured in
+#: docs/benchmarks.md ("Torch threads by work size").
+SMALL_WORK = 1_000_000
+
+
+def threads_wanted(work: int, device: torch.device | str = "cpu", current: int | None = None) -> int:
+    """The intra-op thread count for ``work`` ranked entries on ``device``:
+    1 on CPU below :data:`SMALL_WORK`, else ``current`` (default: torch's
+    present count). CUDA kernels do not use the CPU pool, so a CUDA device
+    keeps the present count too."""
+    current = torch.get_num_threads() if current is None else current
+    if torch.device(device).type == "cpu" and work < SMALL_WORK:
+        return 1
+    return current
+
+
+@contextmanager
+def threads_for(work: int, device: torch.device | str = "cpu", *, adapt: bool = True) -> Iterator[int]:
+    """Run the block with :func:`threads_wanted` intra-op threads; yields
+    the count in force. The previous count is restored on exit, also when
+    the block raises. ``adapt=False`` changes nothing."""
+    before = torch.get_num_threads()
+    wanted = threads_wanted(work, device, before) if adapt else before
+    if wanted != before:
+        torch.set_num_threads(wanted)
+    try:
+        yield wanted
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+def sized_threads(work_of: Callable[..., int]) -> Callable[[F], F]:
+    """Decorator: run the function under ``threads_for(work_of(*args, **kwargs))``
+    on CPU (for builders whose inputs are host arrays, e.g. a run's layout
+    from its parsed columns)."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with threads_for(work_of(*args, **kwargs)):
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
