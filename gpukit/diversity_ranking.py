@@ -20,16 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+import pyarrow as pa
 import torch
 
 from gpukit.data.run import Run
 from gpukit.data.subtopic_qrels import SubtopicQrels
 from gpukit.data.text_table import lookup_codes, string_codes
+from gpukit.metrics.diversity import GreedyIdeal
 from gpukit.prefs_ranking import _group_index, form_judgment_group_ranking
 from gpukit.ranking import NOT_JUDGED
-from gpukit.metrics.diversity import greedy_ideal_gains
-
-import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -93,14 +92,9 @@ class SubtopicRanking:
         return self.cached(("num_subtopics", rel), lambda: (self.relevant_per_subtopic(rel) > 0).sum(1))
 
     def ideal_gains(self, rel: int, alpha: float, depth: int) -> torch.Tensor:
-        """(T, depth) novelty gains of the greedy ideal ranking (shared by the
-        normalised families of one evaluation; the deepest asked for is kept)."""
-        key = ("ideal_gains", rel, alpha)
-        have = self._memo.get(key)
-        if have is None or have.shape[1] < depth:
-            have = greedy_ideal_gains(self.ideal(rel), alpha, depth)
-            self._memo[key] = have
-        return have[:, :depth]
+        """(T, depth) novelty gains of the greedy ideal ranking (one per (rel, alpha),
+        extended as deep as the normalised families of the evaluation ask)."""
+        return self.cached(("greedy", rel, alpha), lambda: GreedyIdeal(self.ideal(rel), alpha)).gains(depth)
 
 
 def _ideal_relevance(qrels: SubtopicQrels, query_ids: list[str], rel: int, n_slots: int,

@@ -178,6 +178,7 @@ CASES: dict[str, dict[str, Case]] = {
         "missing-cutoff": lambda f: ["diversity", f["div_qrels"], f["run"], "-m", "alpha_nDCG"],
         "alpha-above-1": lambda f: ["diversity", f["div_qrels"], f["run"], "-m", "NRBP(alpha=2)"],
         "huge-cutoff": lambda f: ["diversity", f["div_qrels"], f["run"], "-m", f"P_IA@{HUGE}"],
+        "cutoff-beyond-2-24": lambda f: ["diversity", f["div_qrels"], f["run"], "-m", f"alpha_DCG@{2**40}"],
         "max-depth-0": lambda f: ["diversity", f["div_qrels"], f["run"], "-M", "0"],
         "rel-level-beyond-int32": lambda f: ["diversity", f["div_qrels"], f["run"], "-l", str(2**31)],
         "format-choice": lambda f: ["diversity", f["div_qrels"], f["run"], "--format", "trec"],

@@ -198,3 +198,14 @@ def test_cli_prints_ndeval_values(tmp_path, capsys):
     assert main(["diversity", str(qrels), str(run), "-m", "alpha-nDCG@5", "-m", "nNRBP", "--format", "json"]) == 0
     means = {k: v["mean"] for k, v in json.loads(capsys.readouterr().out)["measures"].items()}
     assert means["alpha_nDCG@5"] == pytest.approx(0.7868, abs=1e-4) and means["nNRBP"] == pytest.approx(0.8620, abs=1e-4)
+
+
+def test_huge_cutoffs_are_refused_or_read_past_the_ranking():
+    """alpha_DCG/ERR_IA normalise by a sum of k terms: a cutoff above 2^24 is a
+    MeasureError; the ratio families read the last rank (their sums stop)."""
+    sub = SubtopicQrels.from_dict({"q": {"1": {"a": 1}, "2": {"b": 1}}})
+    run = gpukit.Run.from_dict({"q": {"a": 2.0, "b": 1.0}})
+    with pytest.raises(MeasureError, match="cutoff must be at most 16777216"):
+        gpukit.evaluate_diversity(sub, run, f"ERR_IA@{2**40}")
+    got = gpukit.evaluate_diversity(sub, run, [f"alpha_nDCG@{2**62}", f"nERR_IA@{2**62}", f"StRecall@{2**62}"])
+    assert got.means() == {f"alpha_nDCG@{2**62}": 1.0, f"nERR_IA@{2**62}": 1.0, f"StRecall@{2**62}": 1.0}

@@ -13,6 +13,7 @@ gpukit gives 0 there too.
 """
 from __future__ import annotations
 
+from gpukit.errors import MeasureError
 from gpukit.families.params import REL, flag, number
 from gpukit.families.registry import register
 from gpukit.families.spec import Alias, Family
@@ -21,7 +22,6 @@ from gpukit.metrics import diversity as dk
 _SUBTOPICS = frozenset({"subtopics"})
 _NO_STREAM = "it needs judgments per subtopic (gpukit.evaluate_diversity), which a dense batch does not have"
 _DEFINED = "some subtopic of the query has a relevant document (n_sub > 0)"
-_NDEVAL_CUTOFFS = (5, 10, 20)
 
 ALPHA = number("alpha", "redundancy intolerance: a document's gain for a subtopic already covered c times is "
                "(1 - alpha)^c (ndeval -alpha)", 0.5, low=0.0, high=1.0)
@@ -33,18 +33,34 @@ JUDGED_ONLY = flag("judged_only", "first drop the ranked documents judged for no
                    "(ir_measures' judged_only)")
 
 
+def _judged_only(m) -> bool:
+    return bool(m.param("judged_only")) if m.spec.param("judged_only") else False
+
+
 def _rel(r, m):
-    judged_only = m.param("judged_only") if m.spec.param("judged_only") else False
-    return r.relevant(m.rel, judged_only)
+    return r.relevant(m.rel, _judged_only(m))
+
+
+def _gains(r, m):
+    """The run's novelty gains, shared by every family of one (rel, alpha, judged_only)."""
+    alpha = m.param("alpha")
+    return r.cached(("gains", m.rel, alpha, _judged_only(m)), lambda: dk.novelty_gains(_rel(r, m), alpha))
 
 
 def _defined(r, m, v):
     return (r.num_subtopics(m.rel) > 0)[:, None].expand_as(v)
 
 
+#: Largest cutoff of alpha_DCG / ERR_IA: their normalisation sums k terms, whatever the run's depth.
+MAX_NORMALISED_CUTOFF = 2**24
+
+
 def _cumulative(kind: str):
     def kernel(r, m, cuts):
-        v = dk.intent_aware_cumulative(_rel(r, m), r.num_subtopics(m.rel), m.param("alpha"), cuts, kind)
+        if max(cuts) > MAX_NORMALISED_CUTOFF:
+            raise MeasureError(f"{m}: the cutoff must be at most {MAX_NORMALISED_CUTOFF} (the normalisation "
+                               f"sums one term per rank up to k)")
+        v = dk.intent_aware_cumulative(_gains(r, m), r.num_subtopics(m.rel), m.param("alpha"), cuts, kind)
         return v, _defined(r, m, v)
 
     return kernel
@@ -53,8 +69,12 @@ def _cumulative(kind: str):
 def _normalised(kind: str):
     def kernel(r, m, cuts):
         alpha = m.param("alpha")
-        ideal = r.ideal_gains(m.rel, alpha, max(int(k) for k in cuts))
-        v = dk.normalised_intent_aware(_rel(r, m), ideal, alpha, cuts, kind)
+        gains = _gains(r, m)
+        # Past both the run's and the ideal's last document neither sum changes.
+        last = max(gains.shape[1], r.ideal(m.rel).shape[1], 1)
+        cuts = [min(int(k), last) for k in cuts]
+        ideal = r.ideal_gains(m.rel, alpha, max(cuts))
+        v = dk.normalised_intent_aware(gains, ideal, cuts, kind)
         return v, _defined(r, m, v)
 
     return kernel
@@ -63,7 +83,7 @@ def _normalised(kind: str):
 def _nrbp(normalised: bool):
     def kernel(r, m, cuts):
         alpha, beta, n_sub = m.param("alpha"), m.param("beta"), r.num_subtopics(m.rel)
-        v = dk.rank_biased_novelty(dk.novelty_gains(_rel(r, m), alpha), n_sub, alpha, beta)
+        v = dk.rank_biased_novelty(_gains(r, m), n_sub, alpha, beta)
         if normalised:
             ideal = r.ideal_gains(m.rel, alpha, r.ideal(m.rel).shape[1])
             best = dk.rank_biased_novelty(ideal, n_sub, alpha, beta)
@@ -123,7 +143,6 @@ def _family(name: str, summary: str, definition: str, kernel, *, cutoff: str, pa
         describe=_describe,
         trec_name=lambda m: None,
         examples=examples,
-        extra={"ndeval_cutoffs": _NDEVAL_CUTOFFS},
     ))
 
 

@@ -29,11 +29,11 @@ Cutoffs = Sequence[int | None]
 
 def repeated_powers(base: float, n: int, device: torch.device) -> torch.Tensor:
     """(n,) float64 ``[1, base, base*base, ...]``, each the previous times ``base`` (ndeval's running products)."""
-    out, p = [], 1.0
-    for _ in range(n):  # a constant vector of length n: n host multiplications, one copy
-        out.append(p)
-        p *= base
-    return torch.tensor(out, dtype=torch.float64, device=device)
+    # The CPU's cumprod multiplies left to right: the same products as ndeval's loop.
+    steps = torch.full((n,), base, dtype=torch.float64)
+    if n:
+        steps[0] = 1.0
+    return steps.cumprod(0).to(device)
 
 
 def log_discounts(n: int, device: torch.device) -> torch.Tensor:
@@ -51,47 +51,61 @@ def novelty_gains(rel: torch.Tensor, alpha: float) -> torch.Tensor:
     """(T, K) ``g_i = sum_s rel[i, s] * (1 - alpha)^(documents relevant to s above i)``, float64."""
     t, k, s = rel.shape
     powers = repeated_powers(1.0 - alpha, k + 1, rel.device)
+    by_subtopic = rel.permute(2, 0, 1).contiguous()  # (S, T, K): each subtopic's slice contiguous
+    before = by_subtopic.cumsum(2, dtype=torch.int32).sub_(by_subtopic.to(torch.int32))
     score = torch.zeros((t, k), dtype=torch.float64, device=rel.device)
     for j in range(s):  # subtopic order: ndeval's float sum
-        r = rel[:, :, j]
-        before = r.cumsum(1, dtype=torch.int64) - r.to(torch.int64)
-        score = score + torch.where(r, powers[before], 0.0)
+        score = score + torch.where(by_subtopic[j], powers[before[j]], 0.0)
     return score
 
 
-def greedy_ideal_gains(ideal: torch.Tensor, alpha: float, depth: int) -> torch.Tensor:
-    """(T, depth) novelty gains of ndeval's greedy ideal ranking, its first ``depth`` ranks.
+class GreedyIdeal:
+    """ndeval's greedy ideal ranking, built one batched step per rank, on demand.
 
     ``ideal`` (T, J, S) holds each topic's documents relevant to some
     subtopic, in docno order (padding all False). At each rank the unpicked
     document of largest gain is taken, ties by the larger docno; a picked
-    document's subtopics then gain ``1 - alpha`` times less. One batched step
-    per rank (``depth`` steps, each O(T J S)); ranks past a topic's relevant
-    documents gain 0 (ndeval's non-relevant documents, which never add).
+    document's subtopics then gain ``1 - alpha`` times less. Each step is
+    O(T J S); ranks past a topic's relevant documents gain 0 (ndeval's
+    non-relevant documents, which never add). :meth:`gains` extends the
+    ranking as deep as asked, so cutoff families and nNRBP share the steps.
     """
-    t, j, s = ideal.shape
-    device = ideal.device
-    out = torch.zeros((t, depth), dtype=torch.float64, device=device)
-    if j == 0 or depth == 0:
-        return out
-    present = ideal.any(2)
-    gain = torch.ones((t, s), dtype=torch.float64, device=device)
-    taken = ~present
-    rows = torch.arange(t, device=device)
-    for step in range(min(depth, j)):
-        score = torch.zeros((t, j), dtype=torch.float64, device=device)
-        for sub in range(s):
-            score = score + torch.where(ideal[:, :, sub], gain[:, sub, None], 0.0)
-        score = score.masked_fill(taken, -1.0)
-        # argmax gives the first maximum; on the reversed docs that is the largest docno.
-        pick = (j - 1) - score.flip(1).argmax(1)
-        best = score[rows, pick]
+
+    def __init__(self, ideal: torch.Tensor, alpha: float) -> None:
+        t, self.width, s = ideal.shape
+        reverse = ideal.flip(1)  # larger docnos first: argmax's first maximum is the tie-break
+        self.by_subtopic = reverse.permute(2, 0, 1).contiguous()  # (S, T, J)
+        self.reverse = reverse
+        self.alpha = alpha
+        self.taken = ~reverse.any(2)
+        self.gain = torch.ones((t, s), dtype=torch.float64, device=ideal.device)
+        self.rows = torch.arange(t, device=ideal.device)
+        self.columns: list[torch.Tensor] = []
+
+    def _step(self) -> None:
+        t, j = self.taken.shape
+        score = torch.zeros((t, j), dtype=torch.float64, device=self.taken.device)
+        for sub in range(self.by_subtopic.shape[0]):  # subtopic order: ndeval's float sum
+            score = score + torch.where(self.by_subtopic[sub], self.gain[:, sub, None], 0.0)
+        score = score.masked_fill(self.taken, -1.0)
+        pick = score.argmax(1)
+        best = score[self.rows, pick]
         live = best >= 0
-        out[:, step] = best.clamp(min=0.0)
-        taken[rows, pick] |= live
-        hit = ideal[rows, pick] & live[:, None]
-        gain = torch.where(hit, gain * (1.0 - alpha), gain)
-    return out
+        self.columns.append(best.clamp(min=0.0))
+        self.taken[self.rows, pick] |= live
+        hit = self.reverse[self.rows, pick] & live[:, None]
+        self.gain = torch.where(hit, self.gain * (1.0 - self.alpha), self.gain)
+
+    def gains(self, depth: int) -> torch.Tensor:
+        """(T, depth) novelty gains of the ideal ranking's first ``depth`` ranks."""
+        while len(self.columns) < min(depth, self.width):
+            self._step()
+        t = self.taken.shape[0]
+        have = self.columns[:depth]
+        out = torch.zeros((t, depth), dtype=torch.float64, device=self.gain.device)
+        if have:
+            out[:, : len(have)] = torch.stack(have, 1)
+        return out
 
 
 def _normalised_sum(weighted: torch.Tensor, per_rank: torch.Tensor, powers: torch.Tensor, n_sub: torch.Tensor,
@@ -111,24 +125,25 @@ def _weights(kind: str, n: int, device: torch.device) -> torch.Tensor:
     return log_discounts(n, device) if kind == "dcg" else reciprocal_ranks(n, device)
 
 
-def intent_aware_cumulative(rel: torch.Tensor, n_sub: torch.Tensor, alpha: float, cutoffs: Cutoffs,
+def intent_aware_cumulative(gains: torch.Tensor, n_sub: torch.Tensor, alpha: float, cutoffs: Cutoffs,
                             kind: str) -> torch.Tensor:
-    """alpha-DCG@k (``kind="dcg"``: weights 1/log2(i+1)) or ERR-IA@k (``"err"``: 1/i), ndeval-normalised, (T, C)."""
-    rel = truncate(rel, cutoffs)
+    """alpha-DCG@k (``kind="dcg"``: weights 1/log2(i+1)) or ERR-IA@k (``"err"``: 1/i), ndeval-normalised, (T, C).
+
+    ``gains``: the run's (T, K) novelty gains (:func:`novelty_gains`)."""
+    gains = truncate(gains, cutoffs)
     top = max(int(k) for k in cutoffs)
-    gains = novelty_gains(rel, alpha)
-    w = _weights(kind, max(top, rel.shape[1]), rel.device)
-    powers = repeated_powers(1.0 - alpha, top, rel.device)
-    return _normalised_sum(gains * w[: rel.shape[1]], w[:top], powers, n_sub, cutoffs)
+    w = _weights(kind, max(top, gains.shape[1]), gains.device)
+    powers = repeated_powers(1.0 - alpha, top, gains.device)
+    return _normalised_sum(gains * w[: gains.shape[1]], w[:top], powers, n_sub, cutoffs)
 
 
-def normalised_intent_aware(rel: torch.Tensor, ideal_gains: torch.Tensor, alpha: float, cutoffs: Cutoffs,
+def normalised_intent_aware(gains: torch.Tensor, ideal_gains: torch.Tensor, cutoffs: Cutoffs,
                             kind: str) -> torch.Tensor:
     """alpha-nDCG@k / nERR-IA@k: the run's cumulative gain over the greedy ideal's, 0 where the run's is 0, (T, C)."""
-    rel = truncate(rel, cutoffs)
+    gains = truncate(gains, cutoffs)
     top = max(int(k) for k in cutoffs)
-    w = _weights(kind, max(top, rel.shape[1], ideal_gains.shape[1]), rel.device)
-    run = ordered_prefix_at(novelty_gains(rel, alpha) * w[: rel.shape[1]], cutoffs)
+    w = _weights(kind, max(top, gains.shape[1], ideal_gains.shape[1]), gains.device)
+    run = ordered_prefix_at(gains * w[: gains.shape[1]], cutoffs)
     best = ordered_prefix_at(ideal_gains * w[: ideal_gains.shape[1]], cutoffs)
     return safe_ratio(run, best)
 
@@ -166,14 +181,15 @@ def average_precision_ia(rel: torch.Tensor, relevant_per_subtopic: torch.Tensor,
     """AP-IA = (1 / n_sub) * sum over subtopics s with R_s > 0 of AP_s, AP_s = (1/R_s) sum over
     ranks i relevant to s of (relevant to s in the top i) / i; (T,), 0 where n_sub = 0."""
     t, k, s = rel.shape
-    inv_rank = reciprocal_ranks(k, rel.device)
+    # One row per (subtopic, topic): AP_s of every subtopic in one scan.
+    rows = rel.permute(2, 0, 1).reshape(s * t, k)
+    precision_at = rows.cumsum(1, dtype=torch.int32).to(torch.float64) * reciprocal_ranks(k, rel.device)
+    ap_sums = ordered_prefix_at(torch.where(rows, precision_at, 0.0), [None])[:, 0].view(s, t)
+    r_s = relevant_per_subtopic.t().to(torch.float64)
+    per_subtopic = torch.where(r_s > 0, ap_sums / r_s.clamp(min=1.0), 0.0)
     total = torch.zeros(t, dtype=torch.float64, device=rel.device)
     for j in range(s):  # subtopic order, as ndeval adds them
-        r = rel[:, :, j]
-        precision_at = r.cumsum(1, dtype=torch.int64).to(torch.float64) * inv_rank
-        ap_sum = ordered_prefix_at(torch.where(r, precision_at, 0.0), [None])[:, 0]
-        r_s = relevant_per_subtopic[:, j].to(torch.float64)
-        total = total + torch.where(r_s > 0, ap_sum / r_s.clamp(min=1.0), 0.0)
+        total = total + per_subtopic[j]
     return torch.where(n_sub > 0, total / n_sub.clamp(min=1).to(torch.float64), torch.zeros_like(total))
 
 
