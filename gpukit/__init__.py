@@ -27,6 +27,7 @@ _LAZY: dict[str, str] = {
     "compare": "gpukit.stats",
     "datasets": "gpukit.datasets",
     "evaluate": "gpukit.evaluation",
+    "evaluate_diversity": "gpukit.diversity_evaluation",
     "evaluate_embeddings": "gpukit.pipelines",
     "evaluate_judgment_groups": "gpukit.prefs_evaluation",
     "evaluate_prefs": "gpukit.prefs_evaluation",
@@ -57,6 +58,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from gpukit import datasets
     from gpukit.conventions import Convention, get_convention
     from gpukit.data import Qrels, Run
+    from gpukit.diversity_evaluation import evaluate_diversity
     from gpukit.evaluation import evaluate
     from gpukit.measures import Measure, parse_measure, parse_measures
     from gpukit.pipelines import RetrievalEvaluator, evaluate_embeddings, sharded_search

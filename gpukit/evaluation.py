@@ -22,7 +22,8 @@ from gpukit.report import MeasureResult, Report, describe_conventions
 from gpukit.threads import threads_for
 
 #: Ranking inputs an ordinary qrels does not provide, and the API that does.
-SEPARATE_INPUTS = {"prefs": "gpukit.evaluate_prefs", "judgment_groups": "gpukit.evaluate_judgment_groups"}
+SEPARATE_INPUTS = {"prefs": "gpukit.evaluate_prefs", "judgment_groups": "gpukit.evaluate_judgment_groups",
+                   "subtopics": "gpukit.evaluate_diversity"}
 
 
 def check_ranking_inputs(measures: Sequence[Measure], provides: str) -> None:
@@ -32,7 +33,8 @@ def check_ranking_inputs(measures: Sequence[Measure], provides: str) -> None:
         need = next((n for n in SEPARATE_INPUTS if n in m.spec.needs), "qrels")
         if need != provides:
             use = SEPARATE_INPUTS.get(need, "gpukit.evaluate")
-            what = {"qrels": "ordinary qrels", "prefs": "preference judgments", "judgment_groups": "judgment groups"}
+            what = {"qrels": "ordinary qrels", "prefs": "preference judgments", "judgment_groups": "judgment groups",
+                    "subtopics": "judgments per subtopic"}
             raise MeasureError(f"{m} needs {what[need]}, not {what[provides]}; use {use}")
 
 

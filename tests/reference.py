@@ -343,3 +343,4 @@ import reference_trec_graded  # noqa: E402,F401
 import reference_user_models  # noqa: E402,F401
 import reference_prefs  # noqa: E402,F401
 import reference_evidence  # noqa: E402,F401
+import reference_diversity  # noqa: E402,F401

@@ -38,6 +38,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Files:
     write("run", b"q1 Q0 d1 1 2.0 a\nq1 Q0 d2 2 1.0 a\nq2 Q0 d3 1 1.5 a\n")
     write("run2", b"q1 Q0 d2 1 2.0 b\nq1 Q0 d1 2 1.0 b\nq2 Q0 d3 1 1.5 b\n")
     write("qrels_latin1", b"q1 0 d\xe91 1\n")
+    write("div_qrels", b"q1 1 d1 1\nq1 2 d2 1\nq2 1 d3 1\n")
+    write("div_qrels_dup", b"q1 1 d1 1\nq1 1 d1 0\n")
     rng = np.random.default_rng(0)
     corpus = rng.random((5, 4), dtype=np.float32)
     for name, array in {
@@ -164,6 +166,22 @@ CASES: dict[str, dict[str, Case]] = {
         "rel-level-beyond-int32": lambda f: ["p-mrr", f["qrels"], f["run"], f["qrels"], f["run2"], "-l", str(2**31)],
         "device-bogus": lambda f: ["p-mrr", f["qrels"], f["run"], f["qrels"], f["run2"], "--device", "bogus"],
         "format-choice": lambda f: ["p-mrr", f["qrels"], f["run"], f["qrels"], f["run2"], "--format", "trec"],
+    },
+    "diversity": {
+        "no-run": lambda f: ["diversity", f["div_qrels"]],
+        "run-missing": lambda f: ["diversity", f["div_qrels"], f["missing"]],
+        "qrels-is-directory": lambda f: ["diversity", f["dir"], f["run"]],
+        "qrels-not-utf8": lambda f: ["diversity", f["qrels_latin1"], f["run"]],
+        "qrels-duplicate-line": lambda f: ["diversity", f["div_qrels_dup"], f["run"]],
+        "unknown-measure": lambda f: ["diversity", f["div_qrels"], f["run"], "-m", "bogus"],
+        "ordinary-measure": lambda f: ["diversity", f["div_qrels"], f["run"], "-m", "P@5"],
+        "missing-cutoff": lambda f: ["diversity", f["div_qrels"], f["run"], "-m", "alpha_nDCG"],
+        "alpha-above-1": lambda f: ["diversity", f["div_qrels"], f["run"], "-m", "NRBP(alpha=2)"],
+        "huge-cutoff": lambda f: ["diversity", f["div_qrels"], f["run"], "-m", f"P_IA@{HUGE}"],
+        "cutoff-beyond-2-24": lambda f: ["diversity", f["div_qrels"], f["run"], "-m", f"alpha_DCG@{2**40}"],
+        "max-depth-0": lambda f: ["diversity", f["div_qrels"], f["run"], "-M", "0"],
+        "rel-level-beyond-int32": lambda f: ["diversity", f["div_qrels"], f["run"], "-l", str(2**31)],
+        "format-choice": lambda f: ["diversity", f["div_qrels"], f["run"], "--format", "trec"],
     },
     "qrels-diff": {
         "one-file": lambda f: ["qrels-diff", f["qrels"]],

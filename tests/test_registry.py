@@ -29,7 +29,7 @@ IDS = [f.name for f in FAMILIES]
 EXAMPLES = [name for f in FAMILIES for name in f.examples]
 #: Families read from preferences or judgment groups, not ordinary qrels:
 #: the reference parity below cannot drive them (tests/test_prefs.py does).
-SEPARATE = [f for f in FAMILIES if f.needs & {"prefs", "judgment_groups"}]
+SEPARATE = [f for f in FAMILIES if f.needs & {"prefs", "judgment_groups", "subtopics"}]
 QRELS_EXAMPLES = [name for f in FAMILIES if f not in SEPARATE for name in f.examples]
 
 
@@ -78,7 +78,8 @@ def test_every_family_matches_the_reference(data, options):
 def test_families_of_other_judgments_are_checked_elsewhere(family):
     if family is None:
         pytest.skip("every family reads ordinary qrels")
-    pytest.skip(f"{family.name} reads {', '.join(sorted(family.needs))}, not qrels: its reference parity is in tests/test_prefs.py")
+    where = "tests/test_diversity.py" if "subtopics" in family.needs else "tests/test_prefs.py"
+    pytest.skip(f"{family.name} reads {', '.join(sorted(family.needs))}, not qrels: its reference parity is in {where}")
 
 
 def _streamable(name: str) -> bool:

@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "trec_eval_cmd",
     "pmrr_cmd",
     "qrels_diff_cmd",
+    "diversity_cmd",
 )
 
 #: Commands whose name is not their module's name minus ``_cmd``.
@@ -46,6 +47,7 @@ COMMAND_HELP: dict[str, str] = {
     "trec_eval": "trec_eval 10.0's command line and output (-q, -c, -M, -l, -m, -J, -Z, -R, -n ...)",
     "p-mrr": "FollowIR p-MRR: do documents made non-relevant by a changed instruction move down?",
     "qrels-diff": "what changed between two qrels versions, and what it does to a run's scores",
+    "diversity": "diversity measures against subtopic qrels: alpha_nDCG, ERR_IA, NRBP, ... (ndeval)",
 }
 
 

@@ -169,3 +169,20 @@ def number(name: str, doc: str, default: float, *, low: float | None = None, hig
             raise MeasureError(f"{name} must be a number, got {text!r}") from None
 
     return Param(name=name, doc=doc, default=default, parse=parse, check=check, show=lambda v: f"{v:g}")
+
+
+def flag(name: str, doc: str, default: bool = False) -> Param:
+    """A True/False parameter (``judged_only=True``; ``1`` and ``0`` are accepted in names)."""
+
+    def check(value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise MeasureError(f"{name} must be True or False, got {value!r}")
+        return value
+
+    def parse(text: str) -> bool:
+        value = _strip_quotes(text).lower()
+        if value not in ("true", "false", "1", "0"):
+            raise MeasureError(f"{name} must be True or False, got {text!r}")
+        return value in ("true", "1")
+
+    return Param(name=name, doc=doc, default=default, parse=parse, check=check)

@@ -42,6 +42,7 @@ RANKING_INPUTS = frozenset(
         "run_name",  # the run tag (runid)
         "prefs",  # preference judgments (gpukit.prefs_ranking.PrefsRanking)
         "judgment_groups",  # several judgment groups per query (JudgmentGroupRanking)
+        "subtopics",  # judgments per subtopic, (T, K, S) (gpukit.diversity_ranking.SubtopicRanking)
     }
 )
 

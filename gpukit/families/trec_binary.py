@@ -19,7 +19,7 @@ import torch
 from gpukit.errors import MeasureError
 from gpukit.families.binary import AP, Bpref
 from gpukit.families.common import TREC_CUTOFFS, always, describe_binary, needs_relevant, trec_names
-from gpukit.families.params import REL, _strip_quotes, number
+from gpukit.families.params import REL, _strip_quotes, flag, number
 from gpukit.families.registry import register
 from gpukit.families.spec import Alias, Family, Param, TrecSyntax
 from gpukit.metrics import trec_binary as kernels
@@ -126,26 +126,8 @@ NUM_DOCS = Param(
 )
 
 
-def _check_bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise MeasureError(f"relative must be True or False, got {value!r}")
-    return value
-
-
-def _parse_bool(text: str) -> bool:
-    value = _strip_quotes(text).lower()
-    if value not in ("true", "false", "1", "0"):
-        raise MeasureError(f"relative must be True or False, got {text!r}")
-    return value in ("true", "1")
-
-
-RELATIVE = Param(
-    name="relative",
-    doc="divide by min(|retrieved|, R), the best precision a set of that size can have (set_relative_P)",
-    default=False,
-    parse=_parse_bool,
-    check=_check_bool,
-)
+RELATIVE = flag("relative", "divide by min(|retrieved|, R), the best precision a set of that size can have "
+                "(set_relative_P)")
 
 BETA = number("beta", "weight of recall relative to precision: F = (beta + 1) P R / (beta P + R) (trec_eval set_F.x, "
               "ir_measures SetF(beta=x); van Rijsbergen's beta squared)", 1.0, low=0.0)
