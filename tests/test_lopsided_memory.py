@@ -191,3 +191,23 @@ def test_lopsided_inputs_match_pytrec_eval(tmp_path):
         got = dict(zip(report.query_ids, report[gpukit.parse_measures([ours])[0]].per_query.tolist()))
         for q, values in want.items():
             assert math.isclose(got[q], values[trec], rel_tol=1e-9, abs_tol=1e-12), (trec, q, got[q], values[trec])
+
+
+@pytest.mark.parametrize("convention", ["gpukit", "trec_eval"])
+def test_update_run_in_parts_matches_the_reference(convention):
+    """RetrievalEvaluator.update_run on a run in blocks: the means of the
+    queries it ranks equal the reference's (complete=False: a stream cannot
+    know which qrels queries are missing)."""
+    lengths = [1, 2, 1, 45, 3, 1]
+    run = {f"q{q}": {f"d{(7 * r + q) % 50}": float((r * 13) % 5) for r in range(n)} for q, n in enumerate(lengths)}
+    qrels = {f"q{q}": {f"d{d}": (d + q) % 4 - 1 for d in range(0, 50, q + 2)} for q in range(7)}
+    measures = ["nDCG@10", "AP", "P@5", "RR", "R@100"]
+    with mock.patch.object(run_module, "LAYOUT_SLACK_ELEMENTS", 0):
+        built = gpukit.Run.from_dict(run)
+        assert built.blocks is not None
+        ev = gpukit.RetrievalEvaluator(measures, convention=convention)
+        ev.update_run(built, gpukit.Qrels.from_dict(qrels))
+    got = ev.compute()
+    want = reference_evaluate(qrels, run, measures, convention=convention, complete=False)
+    for name in measures:
+        assert math.isclose(got[name], want["measures"][name]["mean"], rel_tol=1e-12, abs_tol=1e-12), name
