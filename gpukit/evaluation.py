@@ -17,7 +17,7 @@ from gpukit.data.run import Run
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import MeasureError
 from gpukit.measures import Measure, MeasureLike, parse_measures
-from gpukit.ranking import RankedJudgments, form_ranking
+from gpukit.ranking import RankedJudgments, RankingParts, form_ranking_parts
 from gpukit.report import MeasureResult, Report, describe_conventions
 from gpukit.threads import threads_for
 
@@ -38,12 +38,17 @@ def check_ranking_inputs(measures: Sequence[Measure], provides: str) -> None:
             raise MeasureError(f"{m} needs {what[need]}, not {what[provides]}; use {use}")
 
 
-def compute_measures(ranking: RankedJudgments, measures: Sequence[Measure]) -> dict[Measure, tuple[torch.Tensor, torch.Tensor]]:
+def compute_measures(ranking: RankedJudgments | RankingParts, measures: Sequence[Measure]) -> dict[Measure, tuple[torch.Tensor, torch.Tensor]]:
     """Per-query values and "defined" masks, each (T,), for every measure.
 
     Measures that differ only in their cutoff share one kernel call (one
-    cumulative sum answers every cutoff of a group).
+    cumulative sum answers every cutoff of a group). A ranking in parts
+    (:class:`~gpukit.ranking.RankingParts`) is reduced part by part and each
+    part's values are placed at its topics' positions: measures are
+    per-topic, so this is exact.
     """
+    if isinstance(ranking, RankingParts):
+        return _compute_in_parts(ranking, measures)
     groups: dict[tuple, list[Measure]] = defaultdict(list)
     for m in measures:
         groups[(m.family, m.rel, m.gain, m.params)].append(m)
@@ -54,6 +59,19 @@ def compute_measures(ranking: RankedJudgments, measures: Sequence[Measure]) -> d
         for column, m in enumerate(members):
             c = min(column, values.shape[1] - 1)  # cutoff-free families return one column
             out[m] = (values[:, c], defined[:, c])
+    return out
+
+
+def _compute_in_parts(ranking: RankingParts, measures: Sequence[Measure]) -> dict[Measure, tuple[torch.Tensor, torch.Tensor]]:
+    if len(ranking.parts) == 1 and ranking.parts[0][0] is None:  # one part of every topic, in order
+        return compute_measures(ranking.parts[0][1], measures)
+    out: dict[Measure, tuple[torch.Tensor, torch.Tensor]] = {}
+    for positions, part in ranking.parts:
+        for m, (values, defined) in compute_measures(part, measures).items():
+            if m not in out:
+                out[m] = (values.new_zeros(ranking.num_topics), defined.new_zeros(ranking.num_topics))
+            out[m][0].index_copy_(0, positions, values)
+            out[m][1].index_copy_(0, positions, defined)
     return out
 
 
@@ -102,8 +120,10 @@ def evaluate(
         run = run.to(target)
     # Small rankings run with one intra-op thread (the pool costs more than it
     # saves on them); the caller's count is back when this returns or raises.
-    with threads_for(run.doc_codes.numel(), target):
-        ranking = form_ranking(qrels, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
+    # In parts of similar depth: memory bounded by the input, however lopsided.
+    work = sum(block.doc_codes.numel() for block in run.row_blocks())
+    with threads_for(work, target):
+        ranking = form_ranking_parts(qrels, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
         return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
 
 

@@ -17,7 +17,7 @@ import torch
 
 from gpukit.data.doc_space import Vocabulary, byte_order_keys, sorted_distinct, translate_keys
 from gpukit.data.qrels import Qrels
-from gpukit.data.run import Run, ranking_permutation, row_slices, unranked_rows
+from gpukit.data.run import Run, length_classes, lopsided, ranking_permutation, row_slices, unranked_rows
 from gpukit.data.text_table import _key_width, _string_chunks, arrow_indices, lookup_codes
 from gpukit.errors import InputFormatError, UsageError
 from gpukit.metrics.binary import row_counts
@@ -91,12 +91,10 @@ class RankedJudgments:
         first use, by the same sort and cut as ``grades``."""
 
         def make() -> torch.Tensor:
-            inputs = self._memo.get(("inputs",))
-            if inputs is None:
+            reform = self._memo.get(("reform",))
+            if reform is None:
                 raise UsageError("this ranking was not formed from qrels and a run, so which documents are annotated is unknown")
-            qrels, run, complete, max_depth, score_dtype = inputs
-            again = form_ranking(qrels, run, complete=complete, max_depth=max_depth, score_dtype=score_dtype, join=_AnnotatedJoin)
-            return again.grades >= 0
+            return reform(_AnnotatedJoin) >= 0
 
         return self._cached(("annotated",), make)
 
@@ -119,45 +117,190 @@ def form_ranking(
     subclass, e.g. ``_AnnotatedJoin``) to rank something else in the same order.
     """
     device = run.device
+    topics, topic_rows_np, run_queries_not_in_qrels = _topics_of(qrels, run, complete, max_depth)
+    topic_rows = torch.from_numpy(topic_rows_np).to(device)
+    # Every run row is a topic, in order (the usual case): rows are read in place.
+    identity = len(topics) == run.num_queries and np.array_equal(topic_rows_np, np.arange(len(topics)))
+    depth = run.depth
+    width = depth if max_depth is None else min(depth, max_depth)
+    codes_of_rows, scores_of_rows = run.doc_codes, run.scores  # padded on demand for a run in blocks
+
+    def rank(join_type: type) -> tuple[torch.Tensor, torch.Tensor]:
+        joiner = join_type(qrels, run, topics, device)
+        return _rank_rows(joiner, codes_of_rows, scores_of_rows, None if identity else topic_rows, None, width, max_depth, score_dtype)
+
+    grades, num_ret = rank(_GradeJoin if join is None else join)
+    topic_key = (str(device), topics.tobytes())
+    ideal = qrels.derived(("ideal",) + topic_key, lambda: _ideal_grades(qrels, topics, device))
+    ranked = RankedJudgments(_topic_names(qrels, topics, device), grades, num_ret, ideal, topic_rows >= 0, run_queries_not_in_qrels)
+    # Kept so that a measure may form the same ranking with another join (RankedJudgments.annotated).
+    ranked._memo[("reform",)] = lambda join_type: rank(join_type)[0]
+    return ranked
+
+
+@dataclass(frozen=True)
+class RankingParts:
+    """A ranking formed in parts of similar depth (see :func:`form_ranking_parts`).
+
+    Attributes:
+        query_ids: every topic (byte-wise sorted), T of them.
+        in_run: (T,) bool, whether the run has a ranking for the topic.
+        run_queries_not_in_qrels: run queries ignored for lack of judgments.
+        parts: (positions, ranking) pairs: ``ranking`` holds the topics at
+            ``positions`` ((n,) int64 on the device, ascending; ``None``: all
+            topics, in order) of ``query_ids``. Each topic is in one part.
+    """
+
+    query_ids: list[str]
+    in_run: torch.Tensor
+    run_queries_not_in_qrels: int
+    parts: tuple[tuple[torch.Tensor | None, RankedJudgments], ...]
+
+    @property
+    def num_topics(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def device(self) -> torch.device:
+        return self.in_run.device
+
+
+def form_ranking_parts(
+    qrels: Qrels,
+    run: Run,
+    *,
+    complete: bool,
+    max_depth: int | None = None,
+    score_dtype: torch.dtype = torch.float64,
+) -> RankingParts:
+    """:func:`form_ranking` with memory bounded by the input.
+
+    A padded (T, K) grade table and (T, L) ideal table hold T times the
+    deepest ranking and the most judgments: far more than the input when one
+    topic is much deeper than the rest. Topics are grouped here by the run
+    block holding their ranking (:meth:`Run.row_blocks`) and, when the
+    judgment counts are that lopsided, by the power of two bounding their
+    count; each part is a :class:`RankedJudgments` of its topics, padded to
+    its own widths. Measures are per-topic reductions, so computing them
+    part by part and placing the values by topic gives the same per-topic
+    values. A run in one block with even judgment counts is one part, the
+    same as :func:`form_ranking`.
+    """
+    device = run.device
+    topics, topic_rows_np, run_queries_not_in_qrels = _topics_of(qrels, run, complete, max_depth)
+    blocks = run.row_blocks()
+    ideal_class = qrels.derived(("ideal_classes", topics.tobytes()), lambda: _ideal_classes(qrels, topics))
+    if len(topics) == 0 or (run.blocks is None and not ideal_class.any()):
+        ranked = form_ranking(qrels, run, complete=complete, max_depth=max_depth, score_dtype=score_dtype)
+        return RankingParts(ranked.query_ids, ranked.in_run, run_queries_not_in_qrels, ((None, ranked),))
+    # Block of each run row and the row's place in it.
+    block_of_row = np.zeros(run.num_queries, dtype=np.int64)
+    place_in_block = np.arange(run.num_queries, dtype=np.int64)
+    for i, block in enumerate(blocks):
+        if block.rows is not None:
+            rows = block.rows.cpu().numpy()
+            block_of_row[rows] = i
+            place_in_block[rows] = np.arange(len(rows), dtype=np.int64)
+    present = topic_rows_np >= 0
+    safe_rows = np.where(present, topic_rows_np, 0)
+    # Topics missing from the run (empty rankings) go with the first block's.
+    topic_block = np.where(present, block_of_row[safe_rows], 0)
+    topic_place = np.where(present, place_in_block[safe_rows], -1)
+    part_key = topic_block * 64 + ideal_class  # classes < 64
+    names = _topic_names(qrels, topics, device)
+    join = _GradeJoin(qrels, run, topics, device)  # one set of join tables for every part
+    parts = []
+    for key in np.unique(part_key):
+        at = np.flatnonzero(part_key == key)
+        block = blocks[int(key) // 64]
+        width = block.doc_codes.shape[1] if max_depth is None else min(block.doc_codes.shape[1], max_depth)
+        take = torch.from_numpy(topic_place[at]).to(device)
+        positions = torch.from_numpy(at).to(device)
+
+        def rank(join_type: type, block=block, take=take, positions=positions, width=width) -> tuple[torch.Tensor, torch.Tensor]:
+            joiner = join if join_type is _GradeJoin else join_type(qrels, run, topics, device)
+            return _rank_rows(joiner, block.doc_codes, block.scores, take, positions, width, max_depth, score_dtype)
+
+        grades, num_ret = rank(_GradeJoin)
+        part_topics = topics[at]
+        ideal = qrels.derived(("ideal", str(device), part_topics.tobytes()), lambda t=part_topics: _ideal_grades(qrels, t, device))
+        ranked = RankedJudgments([names[i] for i in at], grades, num_ret, ideal, take >= 0, run_queries_not_in_qrels)
+        ranked._memo[("reform",)] = lambda join_type, rank=rank: rank(join_type)[0]
+        parts.append((positions, ranked))
+    in_run = torch.from_numpy(present).to(device)
+    return RankingParts(names, in_run, run_queries_not_in_qrels, tuple(parts))
+
+
+def _ideal_classes(qrels: Qrels, topics: np.ndarray) -> np.ndarray:
+    """(T,) part class of each topic for the ideal table: all 0 when padding
+    every topic to the most judgments is cheap, else the power of two that
+    bounds the topic's number of judged (grade >= 0) documents."""
+    topic_of_query = np.full(qrels.num_queries, -1, dtype=np.int64)
+    topic_of_query[topics] = np.arange(len(topics), dtype=np.int64)
+    t = topic_of_query[qrels.query_codes]
+    counts = np.bincount(t[(t >= 0) & (qrels.grades >= 0)], minlength=len(topics))
+    if not lopsided(len(topics), int(counts.max(initial=0)), int(counts.sum())):
+        return np.zeros(len(topics), dtype=np.int64)
+    return length_classes(counts)
+
+
+def _topics_of(qrels: Qrels, run: Run, complete: bool, max_depth: int | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """(topics, run row of each topic or -1, run queries not in qrels): the
+    topics are qrels query codes, ascending (byte-wise sorted ids)."""
     # Map run rows onto qrels query codes (sorted-key lookup, no Python loop).
     row_to_qrels = lookup_codes(run.query_ids, qrels.query_ids)
     in_qrels = row_to_qrels >= 0
-    run_queries_not_in_qrels = int((~in_qrels).sum())
     row_of_query = np.full(qrels.num_queries, -1, dtype=np.int64)
     row_of_query[row_to_qrels[in_qrels]] = np.flatnonzero(in_qrels)
     if complete:
         topics = np.arange(qrels.num_queries, dtype=np.int64)
     else:
         topics = np.flatnonzero(row_of_query >= 0)
-    topic_rows = torch.from_numpy(row_of_query[topics]).to(device)
-    in_run = topic_rows >= 0
-
     if max_depth is not None and not 1 <= max_depth <= INT64_MAX:
         # Depths are compared with int64 tensors, so a larger one cannot even be represented.
         raise UsageError(f"max_depth must be between 1 and {INT64_MAX}, got {max_depth}")
-    # Every run row is a topic, in order (the usual case): rows are read in place.
-    identity = len(topics) == run.num_queries and np.array_equal(row_of_query[topics], np.arange(len(topics)))
-    safe_rows = topic_rows.clamp(min=0)
-    join = (_GradeJoin if join is None else join)(qrels, run, topics, device)
-    n_topics, depth = len(topics), run.depth
-    width = depth if max_depth is None else min(depth, max_depth)
-    grades = torch.empty((n_topics, width), dtype=torch.int32, device=device)
-    num_ret = torch.empty(n_topics, dtype=torch.int64, device=device)
+    return topics, row_of_query[topics], int((~in_qrels).sum())
+
+
+def _topic_names(qrels: Qrels, topics: np.ndarray, device: torch.device) -> list[str]:
+    key = ("query_ids", str(device), topics.tobytes())
+    return list(qrels.derived(key, lambda: tuple(qrels.query_ids.take(arrow_indices(topics)).to_pylist())))
+
+
+def _rank_rows(
+    join,
+    codes_of_rows: torch.Tensor,
+    scores_of_rows: torch.Tensor,
+    take: torch.Tensor | None,
+    positions: torch.Tensor | None,
+    width: int,
+    max_depth: int | None,
+    score_dtype: torch.dtype,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(n, width) int32 grades and (n,) num_ret of n topics whose rankings are
+    rows ``take`` of ``codes_of_rows`` (-1: not in the run, an empty ranking;
+    ``None``: every row, in order). ``positions`` are the topics' places in
+    the join's topic set (``None``: all of them, in order)."""
+    device = codes_of_rows.device
+    n = codes_of_rows.shape[0] if take is None else take.numel()
+    grades = torch.empty((n, width), dtype=torch.int32, device=device)
+    num_ret = torch.empty(n, dtype=torch.int64, device=device)
     # Slices of rows bound the temporaries (sort values and int64 indices).
-    for rows in row_slices(n_topics, depth):
-        if identity:
-            codes, scores = run.doc_codes[rows], run.scores[rows].to(score_dtype)
+    for rows in row_slices(n, codes_of_rows.shape[1]):
+        if take is None:
+            codes, scores = codes_of_rows[rows], scores_of_rows[rows].to(score_dtype)
         else:
             # Rows of the topics, in topic order; missing topics are empty rows.
-            take = safe_rows[rows]
-            codes = run.doc_codes.index_select(0, take).masked_fill(~in_run[rows, None], -1)
-            scores = run.scores.index_select(0, take).to(score_dtype)
-        joined = join(codes, rows)
+            wanted = take[rows]
+            safe = wanted.clamp(min=0)
+            codes = codes_of_rows.index_select(0, safe).masked_fill(wanted[:, None] < 0, -1)
+            scores = scores_of_rows.index_select(0, safe).to(score_dtype)
+        joined = join(codes, rows if positions is None else positions[rows])
         num_ret[rows] = row_counts(codes >= 0)
         # Run rows are stored in ranking order for their own score precision;
         # comparing in another one (float32) can create ties, and only rows
         # that are then out of order are re-sorted.
-        if scores.dtype != run.scores.dtype:
+        if scores.dtype != scores_of_rows.dtype:
             bad = unranked_rows(codes, scores)
             if bad.numel():
                 joined[bad] = joined[bad].gather(1, ranking_permutation(codes[bad], scores[bad]))
@@ -165,14 +308,7 @@ def form_ranking(
         del codes, scores, joined
     if max_depth is not None:
         num_ret.clamp_(max=max_depth)
-
-    topic_key = (str(device), topics.tobytes())
-    ideal = qrels.derived(("ideal",) + topic_key, lambda: _ideal_grades(qrels, topics, device))
-    query_ids = list(qrels.derived(("query_ids",) + topic_key, lambda: tuple(qrels.query_ids.take(arrow_indices(topics)).to_pylist())))
-    ranked = RankedJudgments(query_ids, grades, num_ret, ideal, in_run, run_queries_not_in_qrels)
-    # Kept so that a measure may form the same ranking with another join (RankedJudgments.annotated).
-    ranked._memo[("inputs",)] = (qrels, run, complete, max_depth, score_dtype)
-    return ranked
+    return grades, num_ret
 
 
 class _GradeJoin:

@@ -63,13 +63,13 @@ def test_evaluate_uses_one_thread_on_a_small_run_and_restores(caller_threads, mo
     qrels = Qrels.from_trec(DATA / "qrels.test")
     run = Run.from_trec(DATA / "results.test")
     seen = []
-    real = gpukit.evaluation.form_ranking
+    real = gpukit.evaluation.form_ranking_parts
 
     def spy(*args, **kwargs):
         seen.append(torch.get_num_threads())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(gpukit.evaluation, "form_ranking", spy)
+    monkeypatch.setattr(gpukit.evaluation, "form_ranking_parts", spy)
     gpukit.evaluate(qrels, run, ["AP"], convention="trec_eval")
     assert seen == [1] and torch.get_num_threads() == caller_threads
     # Past the size the caller's count is used as it is.

@@ -1,4 +1,4 @@
-"""Retrieval runs as padded (Q, K) tensors.
+"""Retrieval runs as padded (Q, K) tensors, or blocks of them.
 
 A ``Run`` stores, for each query row, the retrieved documents as integer keys
 whose order is the ids' byte order (see :mod:`gpukit.data.doc_space`: the ids'
@@ -9,12 +9,17 @@ forming the ranking needs no sort unless scores are compared in another
 precision. Rows are usually in that order in the file already (runs list
 documents by rank): only rows found out of order, or holding tied scores, are
 sorted.
+
+Lopsided runs (a few rankings far deeper than the rest) are not padded to
+the deepest one: the queries are grouped into blocks by the power of two
+that bounds their length, one padded (R, K_b) block each, so the layout
+holds at most about twice the run's lines (see :class:`RunBlock`).
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Callable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +53,46 @@ _TREC_RUN_COLUMNS = (
 )
 
 
+#: Padding (elements) a single (Q, K) layout may add beyond twice the run's
+#: lines before queries are laid out in blocks by depth instead: runs whose
+#: rankings are about equally deep keep one block, today's fast path.
+LAYOUT_SLACK_ELEMENTS = 1 << 20
+
+
+def lopsided(n_rows: int, width: int, n_entries: int) -> bool:
+    """Whether padding ``n_rows`` rows to ``width`` would cost more than twice
+    the ``n_entries`` they hold (plus ``LAYOUT_SLACK_ELEMENTS``)."""
+    return n_rows * width > 2 * n_entries + LAYOUT_SLACK_ELEMENTS
+
+
+def length_classes(lengths: np.ndarray) -> np.ndarray:
+    """ceil(log2(length)) per entry (0 for lengths 0 and 1): the depth bucket.
+    Rows of one class differ at most twofold in length, so padding a class to
+    its longest row at most doubles it."""
+    powers = np.left_shift(np.int64(1), np.arange(63, dtype=np.int64))
+    return np.searchsorted(powers, lengths, side="left")
+
+
+@dataclass(frozen=True, eq=False)
+class RunBlock:
+    """Rows of a run padded to their own deepest ranking.
+
+    Attributes:
+        rows: (R,) int64 run rows held, ascending, on the run's device;
+            ``None``: every row of the run, in order.
+        doc_codes: (R, K_b) int64, as :attr:`Run.doc_codes` for these rows.
+        scores: (R, K_b) float, aligned with ``doc_codes``.
+    """
+
+    rows: torch.Tensor | None
+    doc_codes: torch.Tensor
+    scores: torch.Tensor
+
+    def to(self, device: torch.device) -> "RunBlock":
+        rows = None if self.rows is None else self.rows.to(device)
+        return RunBlock(rows, self.doc_codes.to(device), self.scores.to(device))
+
+
 @dataclass(frozen=True, eq=False)
 class Run:
     """A ranked retrieval run.
@@ -59,15 +104,26 @@ class Run:
         doc_codes: (Q, K) int64 tensor of document keys in ``doc_space``,
             ordered as the ids are byte-wise; each row in ranking order
             (score desc, key desc), -1 marks padding (always at the row's end).
-        scores: (Q, K) float tensor aligned with ``doc_codes``.
+            For a run stored in blocks (:meth:`row_blocks`) it is padded on
+            demand: Q x K elements, however few the lines.
+        scores: (Q, K) float tensor aligned with ``doc_codes`` (also padded on
+            demand for a run in blocks).
         name: run name used in reports (file name for files).
+        blocks: ``None`` when the run is one (Q, K) layout; else the
+            :class:`RunBlock` s holding each row exactly once.
     """
 
     query_ids: pa.Array
     doc_space: DocSpace
-    doc_codes: torch.Tensor
-    scores: torch.Tensor
+    _doc_codes: torch.Tensor | None
+    _scores: torch.Tensor | None
     name: str = "run"
+    blocks: tuple[RunBlock, ...] | None = None
+
+    @classmethod
+    def from_blocks(cls, query_ids: pa.Array, doc_space: DocSpace, blocks: Sequence[RunBlock], name: str = "run") -> "Run":
+        """A run stored as ``blocks`` (each row in exactly one)."""
+        return cls(query_ids, doc_space, None, None, name, tuple(blocks))
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -226,55 +282,91 @@ class Run:
             raise UsageError(f"dedup must be 'error', 'max' or 'first', got {dedup!r}")
         flat_scores = scores.pop() if isinstance(scores, list) else scores
         del scores
-        # (Q, K) layout with each query's documents in file order, so "first" needs no sort.
-        codes, score_t = _padded_layout(q_codes, len(q_vocab), d_codes, flat_scores)
+
+        def rows_of(q: int, code: int) -> list[int]:
+            # Only on error: the file rows of that (query, doc) pair, in file order.
+            return np.flatnonzero((q_codes == q) & (d_codes == code))[:2].tolist()
+
+        lengths = np.bincount(q_codes, minlength=len(q_vocab))
+        if not lopsided(len(q_vocab), int(lengths.max(initial=0)), len(q_codes)):
+            # (Q, K) layout with each query's documents in file order, so "first" needs no sort.
+            codes, score_t = _padded_layout(q_codes, len(q_vocab), d_codes, flat_scores)
+            del flat_scores
+            codes, score_t = _dedup_and_rank(codes, score_t, dedup, q_vocab, d_space, source, line_of, rows_of)
+            return cls(q_vocab, d_space, codes, score_t, name)
+        blocks = []
+        for rows, codes, score_t in _block_layout(q_codes, lengths, d_codes, [flat_scores]):
+            names = q_vocab.take(arrow_indices(rows))
+
+            def block_rows_of(q: int, code: int, rows=rows) -> list[int]:
+                return rows_of(int(rows[q]), code)
+
+            codes, score_t = _dedup_and_rank(codes, score_t, dedup, names, d_space, source, line_of, block_rows_of)
+            blocks.append(RunBlock(torch.from_numpy(rows), codes, score_t))
+            del codes, score_t
         del flat_scores
-        if dedup == "error":
-
-            def rows_of(q: int, code: int) -> list[int]:
-                # Only on error: the file rows of that (query, doc) pair, in file order.
-                return np.flatnonzero((q_codes == q) & (d_codes == code))[:2].tolist()
-
-            _check_no_duplicates(codes, q_vocab, d_space, source, line_of, rows_of)
-        else:
-            if dedup == "max":
-                # Highest score first within equal codes, so the kept copy is the max.
-                by_score = torch.sort(score_t.masked_fill(codes < 0, -torch.inf), dim=1, descending=True, stable=True).indices
-                codes, score_t = codes.gather(1, by_score), score_t.gather(1, by_score)
-                del by_score
-            _sort_rows_inplace(codes, score_t)  # by key: the copies of a document become neighbours
-            repeated = torch.zeros_like(codes, dtype=torch.bool)
-            repeated[:, 1:] = (codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] >= 0)
-            if bool(repeated.any()):
-                codes = codes.masked_fill(repeated, -1)
-                codes, score_t, _ = _sort_rows(codes, score_t)
-                width = int((codes >= 0).sum(1).max())
-                codes, score_t = codes[:, :width].contiguous(), score_t[:, :width].contiguous()
-        rank_rows_inplace(codes, score_t)
-        return cls(q_vocab, d_space, codes, score_t, name)
+        return cls.from_blocks(q_vocab, d_space, blocks, name)
 
     # ----------------------------------------------------------------- access
+    def row_blocks(self) -> tuple[RunBlock, ...]:
+        """The run's rows as padded blocks: one block of every row (``rows``
+        ``None``) unless the run is stored in blocks."""
+        if self.blocks is None:
+            return (RunBlock(None, self._doc_codes, self._scores),)
+        return self.blocks
+
+    @property
+    def doc_codes(self) -> torch.Tensor:
+        """(Q, K) doc keys; for a run in blocks a new padded tensor of Q x K
+        int64 (memory: the deepest ranking times the number of queries), so
+        code that can work block by block should use :meth:`row_blocks`."""
+        if self.blocks is None:
+            return self._doc_codes
+        return self._padded(lambda b: b.doc_codes, -1)
+
+    @property
+    def scores(self) -> torch.Tensor:
+        """(Q, K) scores aligned with :attr:`doc_codes` (padded on demand, as it is)."""
+        if self.blocks is None:
+            return self._scores
+        return self._padded(lambda b: b.scores, 0)
+
+    def _padded(self, part, fill) -> torch.Tensor:
+        first = part(self.blocks[0])
+        out = torch.full((self.num_queries, self.depth), fill, dtype=first.dtype, device=first.device)
+        for block in self.blocks:
+            values = part(block)
+            out[block.rows, : values.shape[1]] = values
+        return out
+
     @property
     def num_queries(self) -> int:
-        return int(self.doc_codes.shape[0])
+        return len(self.query_ids)
 
     @property
     def depth(self) -> int:
         """K: the padded width (the longest ranking)."""
-        return int(self.doc_codes.shape[1])
+        return max(int(b.doc_codes.shape[1]) for b in self.row_blocks())
 
     @property
     def device(self) -> torch.device:
-        return self.doc_codes.device
+        return self.row_blocks()[0].doc_codes.device
 
     def lengths(self) -> torch.Tensor:
         """Number of retrieved documents per row."""
-        return (self.doc_codes >= 0).sum(1)
+        if self.blocks is None:
+            return (self._doc_codes >= 0).sum(1)
+        out = torch.zeros(self.num_queries, dtype=torch.int64, device=self.device)
+        for block in self.blocks:
+            out[block.rows] = (block.doc_codes >= 0).sum(1)
+        return out
 
     def to(self, device: DeviceLike) -> "Run":
         """A copy on ``device`` (explicit; evaluation never moves a run silently)."""
         dev = resolve_device(device)
-        return Run(self.query_ids, self.doc_space, self.doc_codes.to(dev), self.scores.to(dev), self.name)
+        if self.blocks is None:
+            return Run(self.query_ids, self.doc_space, self._doc_codes.to(dev), self._scores.to(dev), self.name)
+        return Run.from_blocks(self.query_ids, self.doc_space, [b.to(dev) for b in self.blocks], self.name)
 
     def query_id_list(self) -> list[str]:
         return self.query_ids.to_pylist()
@@ -283,27 +375,106 @@ class Run:
     def doc_ids(self) -> pa.Array:
         """The distinct retrieved document ids, byte-wise sorted (with a
         vocabulary: every id it holds). Computed on demand for packed keys."""
-        return self.doc_space.distinct_ids(self.doc_codes.cpu().numpy())
+        keys = [b.doc_codes.cpu().numpy().reshape(-1) for b in self.row_blocks()]
+        return self.doc_space.distinct_ids(keys[0] if len(keys) == 1 else np.concatenate(keys))
+
+    def _row_in_block(self, row: int) -> tuple[RunBlock, int]:
+        for block in self.row_blocks():
+            if block.rows is None:
+                return block, row
+            at = int(torch.searchsorted(block.rows, torch.tensor(row, device=block.rows.device)))
+            if at < block.rows.numel() and int(block.rows[at]) == row:
+                return block, at
+        raise IndexError(f"run row {row} out of range for {self.num_queries} rows")
 
     def doc_ids_of_row(self, row: int) -> list[str]:
         """Document ids of row ``row``, in stored order (key descending, no padding)."""
-        keys = self.doc_codes[row].cpu().numpy()
+        block, at = self._row_in_block(row)
+        keys = block.doc_codes[at].cpu().numpy()
         return self.doc_space.ids_of(keys[keys >= 0]).to_pylist()
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """The pytrec_eval / ranx shape ``{query_id: {doc_id: score}}``."""
         qids = self.query_ids.to_pylist()
-        keys = self.doc_codes.cpu().numpy()
-        valid = keys >= 0
-        ids = iter(self.doc_space.ids_of(keys[valid]).to_pylist())  # row-major, as the loop below
-        scores = self.scores.cpu().tolist()
-        out = {}
-        for q, row_valid, row_s in zip(qids, valid.tolist(), scores):
-            out[q] = {next(ids): s for ok, s in zip(row_valid, row_s) if ok}
-        return out
+        rankings: list[dict[str, float]] = [{} for _ in qids]
+        for block in self.row_blocks():
+            keys = block.doc_codes.cpu().numpy()
+            valid = keys >= 0
+            ids = iter(self.doc_space.ids_of(keys[valid]).to_pylist())  # row-major, as the loop below
+            rows = range(len(qids)) if block.rows is None else block.rows.cpu().tolist()
+            for row, row_valid, row_s in zip(rows, valid.tolist(), block.scores.cpu().tolist()):
+                rankings[row] = {next(ids): s for ok, s in zip(row_valid, row_s) if ok}
+        return dict(zip(qids, rankings))
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}, queries={self.num_queries}, depth={self.depth}, device={self.device})"
+
+
+def _dedup_and_rank(codes, score_t, dedup, names, d_space, source, line_of, rows_of) -> tuple[torch.Tensor, torch.Tensor]:
+    """Apply ``dedup`` to (R, K) rows in file order (``names``: their query
+    ids, for errors) and put each row in ranking order."""
+    if dedup == "error":
+        _check_no_duplicates(codes, names, d_space, source, line_of, rows_of)
+    else:
+        if dedup == "max":
+            # Highest score first within equal codes, so the kept copy is the max.
+            by_score = torch.sort(score_t.masked_fill(codes < 0, -torch.inf), dim=1, descending=True, stable=True).indices
+            codes, score_t = codes.gather(1, by_score), score_t.gather(1, by_score)
+            del by_score
+        _sort_rows_inplace(codes, score_t)  # by key: the copies of a document become neighbours
+        repeated = torch.zeros_like(codes, dtype=torch.bool)
+        repeated[:, 1:] = (codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] >= 0)
+        if bool(repeated.any()):
+            codes = codes.masked_fill(repeated, -1)
+            codes, score_t, _ = _sort_rows(codes, score_t)
+            width = int((codes >= 0).sum(1).max())
+            codes, score_t = codes[:, :width].contiguous(), score_t[:, :width].contiguous()
+    rank_rows_inplace(codes, score_t)
+    return codes, score_t
+
+
+def _block_layout(q_codes: np.ndarray, lengths: np.ndarray, d_codes: np.ndarray, scores: list) -> Iterator[tuple[np.ndarray, torch.Tensor, torch.Tensor]]:
+    """(rows, codes, scores) blocks of the queries of each length class
+    (:func:`length_classes`), rows ascending, each row in file order, padded
+    (-1, 0) to the class's longest row: at most twice the lines in all.
+
+    One stable sort of the lines by (class, query); ``scores`` is a
+    one-element list, emptied once copied (to free the flat scores early).
+    """
+    classes = length_classes(lengths)
+    n = len(q_codes)
+    row_bits, query_bits = max(1, (n - 1).bit_length()), max(1, (len(lengths) - 1).bit_length())
+    if 6 + query_bits + row_bits <= 64:  # classes < 64: one direct sort of (class, query, line) keys
+        key = classes[q_codes].astype(np.uint64) << np.uint64(query_bits + row_bits)
+        key |= q_codes.astype(np.uint64) << np.uint64(row_bits)
+        key |= np.arange(n, dtype=np.uint64)
+        key.sort()
+        order = (key & np.uint64((1 << row_bits) - 1)).astype(np.int64)
+        del key
+    else:  # more lines and queries than one 64-bit key holds
+        order = np.lexsort((np.arange(n), q_codes, classes[q_codes]))
+    flat_scores = scores.pop()
+    line_q = q_codes[order]
+    # Place of each sorted line within its query: its distance from the query's first line.
+    firsts = np.concatenate([np.zeros(1, np.int64), np.flatnonzero(line_q[1:] != line_q[:-1]) + 1])
+    place = np.arange(n, dtype=np.int64)
+    place -= np.repeat(firsts, np.diff(np.append(firsts, n)))
+    del firsts
+    class_counts = np.bincount(classes[line_q], minlength=int(classes.max(initial=0)) + 1)
+    at = 0
+    for c in np.flatnonzero(class_counts):
+        lines = slice(at, at + int(class_counts[c]))
+        at = lines.stop
+        rows = np.flatnonzero(classes == c)
+        width = int(lengths[rows].max())
+        local = np.searchsorted(rows, line_q[lines])
+        slot = local * width + place[lines]
+        codes = np.full(len(rows) * width, -1, dtype=np.int64)
+        codes[slot] = d_codes[order[lines]]
+        block_scores = np.zeros(len(rows) * width, dtype=np.float64)
+        block_scores[slot] = flat_scores[order[lines]]
+        del local, slot
+        yield rows.astype(np.int64), torch.from_numpy(codes.reshape(len(rows), width)), torch.from_numpy(block_scores.reshape(len(rows), width))
 
 
 def _pop_to_numpy(columns: dict, name: str, dtype) -> np.ndarray:

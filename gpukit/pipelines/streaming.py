@@ -56,7 +56,7 @@ from gpukit.evaluation import compute_measures
 from gpukit.index.base import canonical_device
 from gpukit.index.topk import block_topk, sort_by_score_then_index
 from gpukit.measures import Measure, MeasureLike, parse_measure, parse_measures
-from gpukit.ranking import RankedJudgments, form_ranking
+from gpukit.ranking import RankedJudgments, form_ranking_parts
 from gpukit.report import ResultSet, Summary, describe_conventions
 
 LIMBS = 4
@@ -377,8 +377,8 @@ class RetrievalEvaluator:
         missing). This path reads the Run's Arrow ids on the host, so it is
         not free of synchronisation the way :meth:`update` is.
         """
-        self._check_device(run.doc_codes, "run")
-        ranking = form_ranking(qrels, run, complete=False, score_dtype=score_dtype)
+        self._check_device(run.row_blocks()[0].doc_codes, "run")  # not run.doc_codes: it pads a run in blocks
+        ranking = form_ranking_parts(qrels, run, complete=False, score_dtype=score_dtype)  # memory bounded by the run
         again = [q for q in ranking.query_ids if q in self._seen_queries]
         if again:
             shown = ", ".join(repr(q) for q in again[:5]) + (f" and {len(again) - 5} more" if len(again) > 5 else "")
