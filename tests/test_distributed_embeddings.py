@@ -1,6 +1,7 @@
 """evaluate_embeddings under torch.distributed (gloo, 2 and 3 CPU processes) equals one process bit for bit."""
 from __future__ import annotations
 
+import functools
 import os
 import zlib
 from pathlib import Path
@@ -35,6 +36,7 @@ class HashedCounts:
         return out
 
 
+@functools.lru_cache(maxsize=1)  # read-only afterwards; parsed once per process
 def _collections() -> dict[str, tuple[dict, dict, dict]]:
     """A SciFact subset (judged documents first, then others up to N_DOCS),
     and a tiny one that leaves the third rank without documents or queries."""
@@ -53,13 +55,17 @@ def _collections() -> dict[str, tuple[dict, dict, dict]]:
     }
 
 
-def _evaluate(name: str, corpus: dict, queries: dict, qrels: dict) -> dict:
+def _evaluate(name: str, corpus: dict, queries: dict, qrels: dict, cache_dir: str | None = None) -> dict:
     batch = 64 if name == "tiny" else 50
-    result = evaluate_embeddings(HashedCounts(), corpus, queries, qrels, MEASURES, k=100, batch_size=batch, show_progress=False, device="cpu")
+    result = evaluate_embeddings(
+        HashedCounts(), corpus, queries, qrels, MEASURES, k=100, batch_size=batch, show_progress=False, device="cpu",
+        cache_dir=cache_dir, model_name="hashed-counts", cache_shard_batches=1,
+    )
     return {
         "report": result.report.to_dict(per_query=True),
         "run": {q: list(ranked.items()) for q, ranked in result.run.to_dict().items()},  # order matters
         "world": result.world,
+        "cached": result.corpus_cached,
     }
 
 
@@ -70,6 +76,8 @@ def _worker(rank: int, world: int, init_file: str, out_dir: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     try:
         results = {name: _evaluate(name, *data) for name, data in _collections().items()}
+        # The ranks write the cache's shards between them; one process reads them back below.
+        results["scifact_cache"] = _evaluate("scifact", *_collections()["scifact"], cache_dir=os.path.join(out_dir, "cache"))
         torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
@@ -94,3 +102,6 @@ def test_distributed_embedding_evaluation_equals_one_process(tmp_path: Path, wor
             # Exact: the same floats and the same ranked lists, ties included.
             assert got["report"] == single["report"], (name, rank)
             assert got["run"] == single["run"], (name, rank)
+    from_cache = _evaluate("scifact", *_collections()["scifact"], cache_dir=str(tmp_path / "cache"))
+    assert from_cache["cached"] and not ranks[0]["scifact_cache"]["cached"]
+    assert from_cache["report"] == ranks[0]["scifact_cache"]["report"] == ranks[0]["scifact"]["report"]

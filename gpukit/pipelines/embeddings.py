@@ -5,8 +5,9 @@ Stages (each timed, with ``torch.cuda.synchronize`` before every clock read
 on CUDA so a stage's time includes its kernels):
 
 1. ``encode_corpus``  - documents as BEIR/MTEB encode them:
-   ``(title + " " + text).strip()`` (or the string as given); read from the
-   cache instead when ``cache_dir`` holds this (model, corpus) pair.
+   ``(title + " " + text).strip()`` (or the string as given); shards read
+   from the cache instead when ``cache_dir`` holds them for this
+   (model, corpus) pair, and the missing ones encoded and written.
 2. ``encode_queries`` - query texts.
 3. ``index``          - add the corpus embeddings to the index.
 4. ``search``         - top ``k`` (``k + 1`` with ``drop_self_hits``).
@@ -28,17 +29,18 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 import torch
+from tqdm.auto import tqdm
 
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.datasets.beir import document_text
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.errors import GpukitError, UsageError
+from gpukit.errors import GpukitError
 from gpukit.evaluation import evaluate
 from gpukit.index import ExactIndex, FaissIndex, SearchIndex
 from gpukit.measures import MeasureLike
+from gpukit.pipelines.embedding_cache import PROBE_TEXTS, ShardedEmbeddingCache, encode_units
 from gpukit.pipelines.encoders import (
-    CorpusCache,
     encode_texts,
     encoder_device,
     model_identifier,
@@ -64,7 +66,7 @@ class EmbeddingEvaluation:
         timings: seconds per stage (see :data:`STAGES`), device-synchronised.
         metric: the similarity used (``cosine``, ``ip`` or ``l2``).
         corpus_cached: True when the corpus embeddings came from ``cache_dir``.
-        cache_file: the cache file used or written, if any.
+        cache_file: the cache directory used or written, if any.
         device: where encoding output, index, search and evaluation lived.
         k: results kept per query.
         sizes: documents, queries and embedding dimension.
@@ -192,6 +194,8 @@ def evaluate_embeddings(
     drop_self_hits: bool = False,
     convention: str = "gpukit",
     run_name: str | None = None,
+    cache_dtype: str = "fp32",
+    cache_shard_batches: int = 16,
     group: Any = None,
     distributed: bool | None = None,
 ) -> EmbeddingEvaluation:
@@ -211,7 +215,13 @@ def evaluate_embeddings(
             sentence-transformers model's device, else ``"auto"``.
         batch_size: texts per encoder call.
         show_progress: tqdm bars while encoding.
-        cache_dir: cache corpus embeddings here (see :mod:`~gpukit.pipelines.encoders`).
+        cache_dir: cache corpus embeddings here, in shards, resumable
+            (see :mod:`~gpukit.pipelines.embedding_cache`).
+        cache_dtype: their storage dtype, ``fp32``, ``fp16`` or ``bf16``; the
+            index then gets the stored (rounded) vectors on every run, so a
+            run from the cache equals the run that wrote it.
+        cache_shard_batches: batches per cache shard (the unit of resumption
+            and of dealing to ranks when caching).
         model_name: identifies the encoder for the cache (needed for plain callables).
         drop_self_hits: BEIR/MTEB option: drop a retrieved document whose id
             equals the query id (searches ``k + 1`` and drops).
@@ -252,29 +262,30 @@ def evaluate_embeddings(
 
     # 1. this rank's units of the corpus, through the cache when asked
     started = clock.start()
-    deal = Deal.make(doc_texts, batch_size, ranks.world)
-    mine = deal.rows(ranks.rank)
+    unit_rows = batch_size * (cache_shard_batches if cache_dir is not None else 1)
+    deal = Deal.make(doc_texts, unit_rows, ranks.world)
     cache = None
-    local_emb = None
     if cache_dir is not None:
-        if ranks.world > 1:
-            raise UsageError("cache_dir is not supported under torch.distributed yet")
         if model_id is None:
             raise GpukitError(
                 "cache_dir needs a model identifier: pass model_name='...' for a plain callable encoder "
                 "(the cache cannot tell two callables apart)"
             )
-        cache = CorpusCache.locate(cache_dir, model_id, doc_ids, doc_texts)
-        cached_emb = cache.load(target)
-        local_emb = None if cached_emb is None else cached_emb[torch.as_tensor(mine, device=target)]
-    cached = local_emb is not None
-    if local_emb is None and mine:
-        local_emb = encode_texts(encoder, [doc_texts[i] for i in mine], desc="encode corpus", **encode)
-        if cache is not None:
-            cache.save(_in_rows_order(local_emb, mine)[0])
-    dim = ranks.max_int(0 if local_emb is None else int(local_emb.shape[1]), target)
-    if local_emb is None:
-        local_emb = torch.empty((0, dim), dtype=torch.float32, device=target)
+        probe = encode_texts(encoder, list(PROBE_TEXTS), device=target, batch_size=batch_size, show_progress=False)
+        cache = ShardedEmbeddingCache(cache_dir, model_id, probe, doc_ids, doc_texts, cache_dtype, unit_rows)
+        if ranks.rank == 0:
+            cache.prepare(write=True)
+        ranks.barrier()
+        if ranks.rank != 0:
+            cache.prepare(write=False)
+    with tqdm(total=len(deal.rows(ranks.rank)), desc="encode corpus", unit="text", disable=not encode["show_progress"], leave=False) as bar:
+        mine, parts, encoded = encode_units(
+            lambda texts: encode_texts(encoder, texts, **{**encode, "show_progress": False}),
+            deal, ranks.rank, doc_ids, doc_texts, cache, lambda flag: ranks.max_int(flag, target), bar,
+        )
+    cached = cache is not None and not ranks.max_int(int(encoded), target)
+    dim = ranks.max_int(int(parts[0].shape[1]) if parts else 0, target)
+    local_emb = torch.cat([p.to(target) for p in parts]) if parts else torch.empty((0, dim), dtype=torch.float32, device=target)
     clock.stop("encode_corpus", started)
 
     # 2. queries: each rank encodes its units, then all ranks gather all
@@ -329,7 +340,7 @@ def evaluate_embeddings(
         timings=clock.timings,
         metric=search_index.metric,
         corpus_cached=cached,
-        cache_file=None if cache is None else str(cache.path),
+        cache_file=None if cache is None else str(cache.directory),
         device=str(target),
         k=k,
         sizes={"documents": len(doc_ids), "queries": len(query_ids), "dim": dim},
