@@ -29,10 +29,11 @@ COMMAND_MODULES: tuple[str, ...] = (
     "trec_eval_cmd",
     "pmrr_cmd",
     "qrels_diff_cmd",
+    "embed_eval_cmd",
 )
 
 #: Commands whose name is not their module's name minus ``_cmd``.
-COMMAND_NAMES: dict[str, str] = {"pmrr_cmd": "p-mrr", "qrels_diff_cmd": "qrels-diff"}
+COMMAND_NAMES: dict[str, str] = {"pmrr_cmd": "p-mrr", "qrels_diff_cmd": "qrels-diff", "embed_eval_cmd": "embed-eval"}
 
 #: The help line of each command (used by its module's parser and by the listing).
 COMMAND_HELP: dict[str, str] = {
@@ -45,6 +46,7 @@ COMMAND_HELP: dict[str, str] = {
     "trec_eval": "trec_eval 10.0's command line and output (-q, -c, -M, -l, -m, -J, -Z, -R, -n ...)",
     "p-mrr": "FollowIR p-MRR: do documents made non-relevant by a changed instruction move down?",
     "qrels-diff": "what changed between two qrels versions, and what it does to a run's scores",
+    "embed-eval": "evaluate an embedding model on a BEIR folder, on one process or sharded under torchrun",
 }
 
 
