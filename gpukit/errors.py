@@ -73,6 +73,10 @@ class EncoderError(GpukitError, ValueError):
     """An encoder returned something that is not an (n, d) embedding matrix."""
 
 
+class EmbeddingCacheError(GpukitError, ValueError):
+    """An embedding cache that must not be used: corrupt, tampered with, or written by another model or corpus."""
+
+
 class StatsError(UsageError):
     """Invalid input to a statistical test or comparison."""
 

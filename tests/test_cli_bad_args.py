@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from gpukit.cli import COMMAND_MODULES, command_name, main
+from gpukit.datasets import scifact_path
 
 BEYOND_INT64 = str(2**63)
 # Measure names are parsed by gpukit.measures; a cutoff or grade this large fails in the kernels.
@@ -182,6 +183,19 @@ CASES: dict[str, dict[str, Case]] = {
         "max-depth-0": lambda f: ["diversity", f["div_qrels"], f["run"], "-M", "0"],
         "rel-level-beyond-int32": lambda f: ["diversity", f["div_qrels"], f["run"], "-l", str(2**31)],
         "format-choice": lambda f: ["diversity", f["div_qrels"], f["run"], "--format", "trec"],
+    "embed-eval": {
+        "model-missing": lambda f: ["embed-eval", "--beir", str(scifact_path())],
+        "beir-missing": lambda f: ["embed-eval", "--model", "hash:8", "--beir", f["missing"]],
+        "beir-not-a-beir-folder": lambda f: ["embed-eval", "--model", "hash:8", "--beir", f["dir"]],
+        "unknown-split": lambda f: ["embed-eval", "--model", "hash:8", "--beir", str(scifact_path()), "--split", "nope"],
+        "k-0": lambda f: ["embed-eval", "--model", "hash:8", "--beir", str(scifact_path()), "-k", "0"],
+        "k-beyond-corpus": lambda f: ["embed-eval", "--model", "hash:8", "--beir", str(scifact_path()), "-k", "6000"],
+        "hash-dim-0": lambda f: ["embed-eval", "--model", "hash:0", "--beir", str(scifact_path())],
+        "unknown-measure": lambda f: ["embed-eval", "--model", "hash:8", "--beir", f["dir"], "-m", "bogus"],
+        "device-bogus": lambda f: ["embed-eval", "--model", "hash:8", "--beir", f["dir"], "--device", "bogus"],
+        "cache-dtype-choice": lambda f: ["embed-eval", "--model", "hash:8", "--beir", f["dir"], "--cache-dtype", "fp8"],
+        "cache-is-a-file": lambda f: ["embed-eval", "--model", "hash:8", "--beir", str(scifact_path()), "--cache", f["qrels"]],
+        "batch-size-0": lambda f: ["embed-eval", "--model", "hash:8", "--beir", f["dir"], "--batch-size", "0"],
     },
     "qrels-diff": {
         "one-file": lambda f: ["qrels-diff", f["qrels"]],

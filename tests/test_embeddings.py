@@ -15,6 +15,7 @@ from gpukit.datasets import load_scifact
 from gpukit.errors import GpukitError
 from gpukit.index import ExactIndex
 from gpukit.pipelines import evaluate_embeddings
+from gpukit.pipelines.embedding_cache import PROBE_TEXTS
 from gpukit.pipelines.embeddings import STAGES
 
 DIM = 24
@@ -123,14 +124,14 @@ def test_cache_skips_corpus_encoding(tmp_path: Path):
     corpus, queries, qrels = _collection()
     first_encoder = BagOfWords()
     first = evaluate_embeddings(first_encoder, corpus, queries, qrels, ["nDCG@10"], k=10, show_progress=False, cache_dir=tmp_path, model_name="bow")
-    assert not first.corpus_cached and Path(first.cache_file).is_file()
+    assert not first.corpus_cached and (Path(first.cache_file) / "meta.json").is_file()
     corpus_texts = {_doc_text(d) for d in corpus.values()}
     assert any(set(c) <= corpus_texts for c in first_encoder.calls)
 
     second_encoder = BagOfWords()
     second = evaluate_embeddings(second_encoder, corpus, queries, qrels, ["nDCG@10"], k=10, show_progress=False, cache_dir=tmp_path, model_name="bow")
     assert second.corpus_cached
-    encoded = [t for c in second_encoder.calls for t in c]
+    encoded = [t for c in second_encoder.calls for t in c if t not in PROBE_TEXTS]
     assert sorted(encoded) == sorted(queries.values())  # queries only: the corpus came from the cache
     assert second.report["nDCG@10"].mean == first.report["nDCG@10"].mean
 
@@ -139,7 +140,7 @@ def test_cache_skips_corpus_encoding(tmp_path: Path):
     edited = dict(corpus, doc0="completely different words")
     fourth = evaluate_embeddings(BagOfWords(), edited, queries, qrels, ["nDCG@10"], k=10, show_progress=False, cache_dir=tmp_path, model_name="bow")
     assert not third.corpus_cached and not fourth.corpus_cached
-    assert len(list(tmp_path.glob("corpus-*.pt"))) == 3
+    assert len(list(tmp_path.glob("corpus-*/meta.json"))) == 3
 
 
 def test_cache_needs_an_identifier_for_plain_callables(tmp_path: Path):

@@ -31,10 +31,11 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pmrr_cmd",
     "qrels_diff_cmd",
     "diversity_cmd",
+    "embed_eval_cmd",
 )
 
 #: Commands whose name is not their module's name minus ``_cmd``.
-COMMAND_NAMES: dict[str, str] = {"pmrr_cmd": "p-mrr", "qrels_diff_cmd": "qrels-diff"}
+COMMAND_NAMES: dict[str, str] = {"pmrr_cmd": "p-mrr", "qrels_diff_cmd": "qrels-diff", "embed_eval_cmd": "embed-eval"}
 
 #: The help line of each command (used by its module's parser and by the listing).
 COMMAND_HELP: dict[str, str] = {
@@ -48,6 +49,7 @@ COMMAND_HELP: dict[str, str] = {
     "p-mrr": "FollowIR p-MRR: do documents made non-relevant by a changed instruction move down?",
     "qrels-diff": "what changed between two qrels versions, and what it does to a run's scores",
     "diversity": "diversity measures against subtopic qrels: alpha_nDCG, ERR_IA, NRBP, ... (ndeval)",
+    "embed-eval": "evaluate an embedding model on a BEIR folder, on one process or sharded under torchrun",
 }
 
 

@@ -9,13 +9,16 @@ from gpukit.index.base import IndexUsageError, SearchIndex
 from gpukit.index.exact import ExactIndex
 from gpukit.index.faiss_index import FaissIndex, faiss_has_gpu
 from gpukit.index.quality import ndcg_at_k_loss, recall_at_k
+from gpukit.index.streamed import HostStreamedIndex, write_vectors
 
 __all__ = [
     "ExactIndex",
     "FaissIndex",
+    "HostStreamedIndex",
     "IndexUsageError",
     "SearchIndex",
     "faiss_has_gpu",
     "ndcg_at_k_loss",
     "recall_at_k",
+    "write_vectors",
 ]

@@ -45,7 +45,7 @@ from gpukit.index.base import (
     check_metric,
     state_tensor,
 )
-from gpukit.index.memory import memory_budget, plan_blocks
+from gpukit.index.memory import BlockPlan, memory_budget, plan_blocks
 from gpukit.index.topk import block_topk, empty_topk, merge_topk, sort_by_score_then_index
 
 DTYPE_NAMES: dict[str, torch.dtype] = {
@@ -212,36 +212,44 @@ class ExactIndex(SearchIndex):
     def _scan(self, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Chunked low-precision scan: corpus chunks outer (each upcast at
         most once), query batches inner, running top-k merged on device."""
-        vectors, sq_norms = self._stored()
         compute_dtype = matmul_dtype(self.device, self.dtype, self.metric)
         rounded_queries = queries.to(self.dtype).to(compute_dtype)
         query_sq_norms = rounded_queries.float().square().sum(dim=1)
-        upcast_row_bytes = 0 if compute_dtype == self.dtype else self.dim * 4
-        plan = plan_blocks(
-            n_queries=queries.shape[0],
-            n_docs=vectors.shape[0],
-            bytes_per_score=BYTES_PER_SCORE,
-            bytes_per_doc_row=upcast_row_bytes,
-            budget=memory_budget(self.device, self.max_memory),
-            chunk_size=self.chunk_size,
-            query_batch=self.query_batch_size,
-        )
+        plan = self._plan(queries.shape[0], k, compute_dtype)
         best_scores, best_positions = empty_topk(queries.shape[0], k, self.device)
-        for doc_start in range(0, vectors.shape[0], plan.corpus_chunk):
+        for doc_start in range(0, self.ntotal, plan.corpus_chunk):
             doc_stop = doc_start + plan.corpus_chunk
-            chunk = vectors[doc_start:doc_stop].to(compute_dtype)
+            chunk, sq_norms = self._chunk(doc_start, doc_stop, compute_dtype)
             for q_start in range(0, queries.shape[0], plan.query_batch):
                 rows = slice(q_start, q_start + plan.query_batch)
                 with ieee_fp32_matmul():
                     block = torch.matmul(rounded_queries[rows], chunk.T).float()
                 if sq_norms is not None:
-                    block.mul_(2).sub_(sq_norms[doc_start:doc_stop]).sub_(query_sq_norms[rows, None])
+                    block.mul_(2).sub_(sq_norms).sub_(query_sq_norms[rows, None])
                     block.clamp_(max=0.0)
                 values, positions = block_topk(block, k)
                 best_scores[rows], best_positions[rows] = merge_topk(
                     best_scores[rows], best_positions[rows], values, positions + doc_start
                 )
         return best_scores, best_positions
+
+    def _plan(self, n_queries: int, k: int, compute_dtype: torch.dtype) -> BlockPlan:
+        """Block sizes within the budget: upcast corpus rows plus the score block (``k``: for subclasses)."""
+        upcast_row_bytes = 0 if compute_dtype == self.dtype else self.dim * 4
+        return plan_blocks(
+            n_queries=n_queries,
+            n_docs=self.ntotal,
+            bytes_per_score=BYTES_PER_SCORE,
+            bytes_per_doc_row=upcast_row_bytes,
+            budget=memory_budget(self.device, self.max_memory),
+            chunk_size=self.chunk_size,
+            query_batch=self.query_batch_size,
+        )
+
+    def _chunk(self, start: int, stop: int, compute_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Rows ``[start, stop)`` in ``compute_dtype`` on the device (and their L2 squared norms)."""
+        vectors, sq_norms = self._stored()
+        return vectors[start:stop].to(compute_dtype), None if sq_norms is None else sq_norms[start:stop]
 
     def _rescore(
         self, queries: torch.Tensor, candidates: torch.Tensor, k: int

@@ -1,11 +1,13 @@
-"""``evaluate_embeddings``: encode, index, search and evaluate, on one device.
+"""``evaluate_embeddings``: encode, index, search and evaluate, on one device
+or sharded over ``torch.distributed`` ranks (one device each).
 
 Stages (each timed, with ``torch.cuda.synchronize`` before every clock read
 on CUDA so a stage's time includes its kernels):
 
 1. ``encode_corpus``  - documents as BEIR/MTEB encode them:
-   ``(title + " " + text).strip()`` (or the string as given); read from the
-   cache instead when ``cache_dir`` holds this (model, corpus) pair.
+   ``(title + " " + text).strip()`` (or the string as given); shards read
+   from the cache instead when ``cache_dir`` holds them for this
+   (model, corpus) pair, and the missing ones encoded and written.
 2. ``encode_queries`` - query texts.
 3. ``index``          - add the corpus embeddings to the index.
 4. ``search``         - top ``k`` (``k + 1`` with ``drop_self_hits``).
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 import torch
+from tqdm.auto import tqdm
 
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
@@ -36,13 +39,15 @@ from gpukit.errors import GpukitError
 from gpukit.evaluation import evaluate
 from gpukit.index import ExactIndex, FaissIndex, SearchIndex
 from gpukit.measures import MeasureLike
+from gpukit.pipelines.embedding_cache import PROBE_TEXTS, ShardedEmbeddingCache, encode_units
 from gpukit.pipelines.encoders import (
-    CorpusCache,
     encode_texts,
     encoder_device,
     model_identifier,
     similarity_name,
 )
+from gpukit.pipelines.distributed import sharded_search
+from gpukit.pipelines.sharding import Deal, Ranks
 from gpukit.report import Report
 
 DEFAULT_MEASURES = ("nDCG@10", "R@100", "RR@10", "AP", "P@10")
@@ -61,9 +66,11 @@ class EmbeddingEvaluation:
         timings: seconds per stage (see :data:`STAGES`), device-synchronised.
         metric: the similarity used (``cosine``, ``ip`` or ``l2``).
         corpus_cached: True when the corpus embeddings came from ``cache_dir``.
-        cache_file: the cache file used or written, if any.
+        cache_file: the cache directory used or written, if any.
         device: where encoding output, index, search and evaluation lived.
         k: results kept per query.
+        sizes: documents, queries and embedding dimension.
+        world: processes that shared the work (1 without torch.distributed).
     """
 
     report: Report
@@ -75,6 +82,7 @@ class EmbeddingEvaluation:
     device: str = "cpu"
     k: int = 100
     sizes: dict[str, int] = field(default_factory=dict)
+    world: int = 1
 
     @property
     def total_seconds(self) -> float:
@@ -98,6 +106,7 @@ class EmbeddingEvaluation:
             "corpus_cached": self.corpus_cached,
             "device": self.device,
             "k": self.k,
+            "world": self.world,
             **self.sizes,
         }
 
@@ -122,7 +131,7 @@ class _Clock:
         self.timings[stage] = time.perf_counter() - started
 
 
-def _choose_metric(encoder: Any, metric: str | None, corpus: torch.Tensor, queries: torch.Tensor) -> str:
+def _choose_metric(encoder: Any, metric: str | None, corpus: torch.Tensor, queries: torch.Tensor, ranks: Ranks) -> str:
     if metric is not None:
         return metric
     declared = similarity_name(encoder)
@@ -130,11 +139,12 @@ def _choose_metric(encoder: Any, metric: str | None, corpus: torch.Tensor, queri
         if declared not in _SIMILARITY_TO_METRIC:
             raise GpukitError(f"the model's similarity {declared!r} has no index metric; pass metric='cosine', 'ip' or 'l2'")
         return _SIMILARITY_TO_METRIC[declared]
-    # One host read for the whole corpus: a pipeline decision, not a hot path.
+    # One host read for the local shard: a pipeline decision, not a hot path.
+    # Every rank must choose alike, so "not unit" is max-reduced over ranks.
     unit = all(
         bool(((x.norm(dim=1) - 1.0).abs() <= UNIT_NORM_TOLERANCE).all()) for x in (corpus, queries)
     )
-    return "cosine" if unit else "ip"
+    return "ip" if ranks.max_int(0 if unit else 1, corpus.device) else "cosine"
 
 
 def _build_index(index: SearchIndex | str | None, dim: int, metric: str, device: torch.device) -> SearchIndex:
@@ -184,6 +194,10 @@ def evaluate_embeddings(
     drop_self_hits: bool = False,
     convention: str = "gpukit",
     run_name: str | None = None,
+    cache_dtype: str = "fp32",
+    cache_shard_batches: int = 16,
+    group: Any = None,
+    distributed: bool | None = None,
 ) -> EmbeddingEvaluation:
     """Evaluate a dense retriever end to end (see the module docstring).
 
@@ -201,12 +215,31 @@ def evaluate_embeddings(
             sentence-transformers model's device, else ``"auto"``.
         batch_size: texts per encoder call.
         show_progress: tqdm bars while encoding.
-        cache_dir: cache corpus embeddings here (see :mod:`~gpukit.pipelines.encoders`).
+        cache_dir: cache corpus embeddings here, in shards, resumable
+            (see :mod:`~gpukit.pipelines.embedding_cache`).
+        cache_dtype: their storage dtype, ``fp32``, ``fp16`` or ``bf16``; the
+            index then gets the stored (rounded) vectors on every run, so a
+            run from the cache equals the run that wrote it.
+        cache_shard_batches: batches per cache shard (the unit of resumption
+            and of dealing to ranks when caching).
         model_name: identifies the encoder for the cache (needed for plain callables).
         drop_self_hits: BEIR/MTEB option: drop a retrieved document whose id
             equals the query id (searches ``k + 1`` and drops).
         convention: evaluation convention (``"gpukit"`` or ``"trec_eval"``).
         run_name: name of the run in the report (default: the model identifier or "embeddings").
+        group: ``torch.distributed`` process group (default: the world).
+        distributed: ``None``: shard over the ranks when a process group is
+            initialised; ``False``: one process even so; ``True``: require one.
+
+    Under ``torch.distributed`` every rank calls this with the same arguments
+    (its own ``device``); it encodes its units of the corpus
+    (:mod:`~gpukit.pipelines.sharding`), keeps them in its own index, encodes
+    its units of the queries and all-gathers them, and merges the ranks'
+    top-k with :func:`~gpukit.pipelines.distributed.sharded_search`. Every
+    rank returns the same run and report, equal bit for bit to one process's
+    when the encoder gives a text the same vector in the same batch and the
+    index scores a (query, document) pair alike whatever else the shard holds
+    (true of ExactIndex on CPU; on CUDA, of deterministic matmul kernels).
     """
     if not corpus:
         raise GpukitError("empty corpus")
@@ -218,55 +251,83 @@ def evaluate_embeddings(
     target = resolve_device(device if device is not None else (model_device or "auto"))
     if not isinstance(qrels, Qrels):
         qrels = Qrels.from_dict(qrels)
+    ranks = Ranks.current(group, distributed)
     doc_ids = [str(d) for d in corpus]
     doc_texts = [document_text(corpus[d]) for d in corpus]
     query_ids = [str(q) for q in queries]
     query_texts = [str(queries[q]) for q in queries]
     model_id = model_identifier(encoder, model_name)
     clock = _Clock(target)
+    encode = dict(device=target, batch_size=batch_size, show_progress=show_progress and ranks.rank == 0)
 
-    # 1. corpus, through the cache when asked
+    # 1. this rank's units of the corpus, through the cache when asked
     started = clock.start()
+    unit_rows = batch_size * (cache_shard_batches if cache_dir is not None else 1)
+    deal = Deal.make(doc_texts, unit_rows, ranks.world)
     cache = None
-    corpus_emb = None
     if cache_dir is not None:
         if model_id is None:
             raise GpukitError(
                 "cache_dir needs a model identifier: pass model_name='...' for a plain callable encoder "
                 "(the cache cannot tell two callables apart)"
             )
-        cache = CorpusCache.locate(cache_dir, model_id, doc_ids, doc_texts)
-        corpus_emb = cache.load(target)
-    cached = corpus_emb is not None
-    if corpus_emb is None:
-        corpus_emb = encode_texts(encoder, doc_texts, device=target, batch_size=batch_size, show_progress=show_progress, desc="encode corpus")
-        if cache is not None:
-            cache.save(corpus_emb)
+        probe = encode_texts(encoder, list(PROBE_TEXTS), device=target, batch_size=batch_size, show_progress=False)
+        cache = ShardedEmbeddingCache(cache_dir, model_id, probe, doc_ids, doc_texts, cache_dtype, unit_rows)
+        if ranks.rank == 0:
+            cache.prepare(write=True)
+        ranks.barrier()
+        if ranks.rank != 0:
+            cache.prepare(write=False)
+    with tqdm(total=len(deal.rows(ranks.rank)), desc="encode corpus", unit="text", disable=not encode["show_progress"], leave=False) as bar:
+        mine, parts, encoded = encode_units(
+            lambda texts: encode_texts(encoder, texts, **{**encode, "show_progress": False}),
+            deal, ranks.rank, doc_ids, doc_texts, cache, lambda flag: ranks.max_int(flag, target), bar,
+        )
+    cached = cache is not None and not ranks.max_int(int(encoded), target)
+    dim = ranks.max_int(int(parts[0].shape[1]) if parts else 0, target)
+    local_emb = torch.cat([p.to(target) for p in parts]) if parts else torch.empty((0, dim), dtype=torch.float32, device=target)
     clock.stop("encode_corpus", started)
 
-    # 2. queries
+    # 2. queries: each rank encodes its units, then all ranks gather all
     started = clock.start()
-    query_emb = encode_texts(encoder, query_texts, device=target, batch_size=batch_size, show_progress=show_progress, desc="encode queries")
+    query_deal = Deal.make(query_texts, batch_size, ranks.world)
+    my_queries = query_deal.rows(ranks.rank)
+    local_queries = (
+        encode_texts(encoder, [query_texts[i] for i in my_queries], desc="encode queries", **encode)
+        if my_queries
+        else torch.empty((0, dim), dtype=torch.float32, device=target)
+    )
+    query_dim = ranks.max_int(int(local_queries.shape[1]) if my_queries else 0, target)
+    if query_dim != dim:
+        raise GpukitError(f"query dimension {query_dim} differs from corpus dimension {dim}")
+    query_emb = ranks.gather_rows(
+        local_queries, [query_deal.rows(r) for r in range(ranks.world)], len(query_texts), dim
+    )
     clock.stop("encode_queries", started)
-    if query_emb.shape[1] != corpus_emb.shape[1]:
-        raise GpukitError(f"query dimension {query_emb.shape[1]} differs from corpus dimension {corpus_emb.shape[1]}")
 
-    # 3. index
+    # 3. index: this rank's shard, in global position order
     started = clock.start()
-    chosen = _choose_metric(encoder, metric, corpus_emb, query_emb)
-    search_index = _build_index(index, corpus_emb.shape[1], chosen, target)
-    search_index.add(corpus_emb)
+    chosen = _choose_metric(encoder, metric, local_emb, query_emb, ranks)
+    search_index = _build_index(index, dim, chosen, target)
+    shard, shard_rows = _in_rows_order(local_emb, mine)
+    if shard.shape[0]:
+        # Ascending global positions as ids: a shard's tie order (insertion
+        # position) is then the global one, so the merge reproduces one process.
+        search_index.add(shard, ids=shard_rows if ranks.world > 1 else None)
     clock.stop("index", started)
 
-    # 4. search
+    # 4. search: local top-k, all-gathered and merged exactly
     started = clock.start()
     depth = min(k + 1, len(doc_ids)) if drop_self_hits else k
-    scores, positions = search_index.search(query_emb, depth)
+    if ranks.dist is None:
+        scores, positions = search_index.search(query_emb, depth)
+    else:
+        scores, positions = sharded_search(search_index, query_emb, depth, group=ranks.group, shard_offset=0)
     if drop_self_hits:
         scores, positions = _drop_self_hits(scores, positions, query_ids, {d: i for i, d in enumerate(doc_ids)}, k)
     clock.stop("search", started)
 
-    # 5. evaluate
+    # 5. evaluate: the same run on every rank, so the same report
     started = clock.start()
     name = run_name or model_name or _short_name(model_id) or "embeddings"
     run = Run.from_topk(scores, positions, query_ids, doc_ids, name=name)
@@ -279,11 +340,19 @@ def evaluate_embeddings(
         timings=clock.timings,
         metric=search_index.metric,
         corpus_cached=cached,
-        cache_file=None if cache is None else str(cache.path),
+        cache_file=None if cache is None else str(cache.directory),
         device=str(target),
         k=k,
-        sizes={"documents": len(doc_ids), "queries": len(query_ids), "dim": int(corpus_emb.shape[1])},
+        sizes={"documents": len(doc_ids), "queries": len(query_ids), "dim": dim},
+        world=ranks.world,
     )
+
+
+def _in_rows_order(embeddings: torch.Tensor, rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``embeddings`` (one per entry of ``rows``) sorted by row, and the sorted rows (int64)."""
+    positions = torch.as_tensor(rows, dtype=torch.int64, device=embeddings.device)
+    sorted_rows, order = torch.sort(positions)
+    return embeddings[order], sorted_rows
 
 
 def _short_name(model_id: str | None) -> str | None:

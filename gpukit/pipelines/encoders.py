@@ -13,8 +13,9 @@ sentence-transformers does internally, so each batch pads to similar lengths;
 results are written back in the original order. Each batch's output is copied
 once to the target device into a preallocated float32 matrix.
 
-Cache keys. Corpus embeddings can be cached in ``cache_dir`` under a file
-named from sha256 hashes of a *model identifier* and of the *corpus*:
+Cache keys. Corpus embeddings can be cached in ``cache_dir``
+(:mod:`~gpukit.pipelines.embedding_cache`) under a name made from sha256
+hashes of a *model identifier* and of the *corpus*:
 
 * model identifier: ``model_name=`` if given; else, for sentence-transformers
   models, ``name_or_path`` of the underlying transformer plus
@@ -25,18 +26,15 @@ named from sha256 hashes of a *model identifier* and of the *corpus*:
 * corpus hash: sha256 over every (doc id, encoded text) pair in order,
   length-prefixed so no two different corpora hash alike by concatenation.
 
-The file records both full identifiers and is only used when both match.
-The identifier does not cover the weights: for a model that changes in
-place (training), put the step in ``model_name`` or do not cache.
+The cache records both full identifiers and is only used when both match,
+plus a probe encoding that catches new weights under an old name (for a
+model trained in place, still put the step in ``model_name``).
 """
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
-import time
-from dataclasses import dataclass
-from pathlib import Path
+import re
+import zlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -46,7 +44,7 @@ from tqdm.auto import tqdm
 from gpukit.errors import EncoderError, UsageError  # EncoderError re-exported for old imports
 
 Encoder = Callable[[list[str]], Any]
-CACHE_FORMAT = 1
+_TOKEN = re.compile(r"\w+")
 
 
 def is_sentence_transformer(encoder: Any) -> bool:
@@ -160,50 +158,26 @@ def corpus_hash(doc_ids: Sequence[str], texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-@dataclass(frozen=True)
-class CorpusCache:
-    """Where one (model, corpus) pair's embeddings live on disk."""
+class HashingEncoder:
+    """A weightless stand-in model: hashed bag of words.
 
-    path: Path
-    model_id: str
-    corpus_sha256: str
+    ``v[crc32(w) mod dim] += 1`` for every token ``w`` of the lower-cased text
+    (runs of word characters, ``\\w+``). Deterministic across processes (crc32
+    is unsalted), the same vector in any batch, and integer-valued, so inner
+    products are exact in float32 (below 2^24). For exercising pipelines,
+    tests and benchmarks (``gpukit embed-eval --model hash:DIM``); not a
+    retriever to report.
+    """
 
-    @classmethod
-    def locate(cls, cache_dir: str | os.PathLike, model_id: str, doc_ids: Sequence[str], texts: Sequence[str]) -> "CorpusCache":
-        corpus_sha = corpus_hash(doc_ids, texts)
-        model_sha = hashlib.sha256(model_id.encode("utf-8")).hexdigest()
-        path = Path(cache_dir) / f"corpus-{model_sha[:16]}-{corpus_sha[:16]}.pt"
-        return cls(path, model_id, corpus_sha)
+    def __init__(self, dim: int = 256) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise UsageError(f"the hashing encoder's dimension must be a positive int; got {dim!r}")
+        self.dim = dim
+        self.name_or_path = f"hash:{dim}"  # the cache's model identifier
 
-    def load(self, device: torch.device) -> torch.Tensor | None:
-        """The cached embeddings on ``device``, or None when absent or for another key."""
-        if not self.path.is_file():
-            return None
-        try:
-            state = torch.load(self.path, map_location="cpu", weights_only=True)
-        except Exception:  # a truncated or foreign file is a cache miss, not a failure
-            return None
-        if not isinstance(state, dict) or state.get("format") != CACHE_FORMAT:
-            return None
-        if state.get("model") != self.model_id or state.get("corpus_sha256") != self.corpus_sha256:
-            return None
-        return state["embeddings"].to(device)
-
-    def save(self, embeddings: torch.Tensor) -> None:
-        """Write atomically (temporary file + rename) so readers never see half a file."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        state = {
-            "format": CACHE_FORMAT,
-            "model": self.model_id,
-            "corpus_sha256": self.corpus_sha256,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "embeddings": embeddings.detach().to("cpu", torch.float32).contiguous(),
-        }
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-", suffix=".pt")
-        os.close(fd)
-        try:
-            torch.save(state, tmp)
-            os.replace(tmp, self.path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in _TOKEN.findall(text.lower()):
+                out[row, zlib.crc32(token.encode("utf-8")) % self.dim] += 1
+        return out
