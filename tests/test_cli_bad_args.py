@@ -183,6 +183,7 @@ CASES: dict[str, dict[str, Case]] = {
         "max-depth-0": lambda f: ["diversity", f["div_qrels"], f["run"], "-M", "0"],
         "rel-level-beyond-int32": lambda f: ["diversity", f["div_qrels"], f["run"], "-l", str(2**31)],
         "format-choice": lambda f: ["diversity", f["div_qrels"], f["run"], "--format", "trec"],
+    },
     "embed-eval": {
         "model-missing": lambda f: ["embed-eval", "--beir", str(scifact_path())],
         "beir-missing": lambda f: ["embed-eval", "--model", "hash:8", "--beir", f["missing"]],
