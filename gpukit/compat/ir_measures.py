@@ -35,6 +35,7 @@ from ir_measures import Metric, providers
 from ir_measures.providers.base import Any as AnyValue, Choices, NOT_PROVIDED
 
 from gpukit.errors import GpukitError, MeasureError
+from gpukit.evaluation import SEPARATE_INPUTS
 from gpukit.families import families, name_index
 from gpukit.families.spec import Family
 from gpukit.measures import Measure
@@ -58,7 +59,9 @@ def _family_of(measure: Any) -> Family | None:
         if measure.NAME == name and measure.params.get(param, NOT_PROVIDED) is not NOT_PROVIDED:
             return name_index().canonical[target]
     found = name_index().lookup(measure.NAME)
-    if found is None or found[0].name in DIFFERENT or found[0].needs & {"prefs", "judgment_groups"}:
+    # Families that read another kind of judgments (preferences, judgment
+    # groups, subtopics) are left to the providers that read them.
+    if found is None or found[0].name in DIFFERENT or found[0].needs & SEPARATE_INPUTS.keys():
         return None
     return found[0]
 
