@@ -61,7 +61,7 @@ from gpukit.evaluation import compute_measures
 from gpukit.families import TREC_ORDER, families, name_index
 from gpukit.families.spec import Family, TrecSyntax
 from gpukit.measures import Measure
-from gpukit.ranking import NOT_JUDGED, RankedJudgments, form_ranking
+from gpukit.ranking import NOT_JUDGED, RankedJudgments, RankingParts, form_ranking_parts
 from gpukit.report import MIN_GEO_MEAN
 
 #: The trec_eval release whose command line this reproduces.
@@ -519,30 +519,33 @@ def evaluate_qrels(opts: Options, qrels: Qrels, run: Run, tag: str, outputs: lis
             raise TrecEvalError([f"gpukit trec_eval: {o.name} needs {other[0]} judgments (-R {_FORMAT_OF[other[0]]})",
                                  f"trec_eval: Can't calculate measure '{o.name}'"], 4)
     depth = opts.max_depth
-    ranking = form_ranking(qrels, run, complete=True, max_depth=depth if depth is not None and depth > 0 else None)
-    if depth is not None and depth <= 0:  # trec_eval keeps min(num_ret, M) documents: none
-        ranking = _keep(ranking, torch.zeros_like(ranking.grades, dtype=torch.bool))
+    # In parts of similar depth (memory bounded by the input, however lopsided).
+    parts = form_ranking_parts(qrels, run, complete=True, max_depth=depth if depth is not None and depth > 0 else None)
+
+    def adjusted(ranking: RankedJudgments) -> RankedJudgments:
+        if depth is not None and depth <= 0:  # trec_eval keeps min(num_ret, M) documents: none
+            ranking = _keep(ranking, torch.zeros_like(ranking.grades, dtype=torch.bool))
+        return judged_only(ranking) if opts.judged_only else ranking
+
+    parts = RankingParts(parts.query_ids, parts.in_run, parts.run_queries_not_in_qrels,
+                         tuple((positions, adjusted(r)) for positions, r in parts.parts))
     if not opts.complete:
-        missing = [q for q, present in zip(ranking.query_ids, ranking.in_run.tolist()) if not present]
+        missing = [q for q, present in zip(parts.query_ids, parts.in_run.tolist()) if not present]
         missing = [q for q in missing if opts.debug_query in (None, q)]
         if missing:
             raise TrecEvalError([f"trec_eval: result qid '{missing[0]}' not found in qrels"], 4)
-    if opts.judged_only:
-        ranking = judged_only(ranking)
-    rows = [i for i, q in enumerate(ranking.query_ids) if opts.debug_query in (None, q)]
+    rows = [i for i, q in enumerate(parts.query_ids) if opts.debug_query in (None, q)]
     if not rows:
         raise TrecEvalError(["trec_eval: No queries with both results and relevance info"], 7)
-    qids = [ranking.query_ids[i] for i in rows]
-    values = compute_measures(ranking, [o.measure for o in outputs if o.measure is not None])
+    qids = [parts.query_ids[i] for i in rows]
+    values = compute_measures(parts, [o.measure for o in outputs if o.measure is not None])
     per_query: dict[str, list[float]] = {}
     summary: dict[str, float] = {}
     relstrings: dict[str, list[str]] = {}
     for o in outputs:
         if o.kind == "relstring":
-            width = max(0, min(o.relstring_len, ranking.grades.shape[1]))
-            grades = ranking.grades[:, :width].cpu().tolist()
-            lengths = ranking.num_ret.clamp(max=width).cpu().tolist()
-            relstrings[o.name] = [relstring(grades[i][: lengths[i]]) for i in rows]
+            strings = _relstrings(parts, o.relstring_len)
+            relstrings[o.name] = [strings[i] for i in rows]
         if o.measure is None:
             continue
         column = values[o.measure][0].cpu().tolist()
@@ -554,6 +557,19 @@ def evaluate_qrels(opts: Options, qrels: Qrels, run: Run, tag: str, outputs: lis
         per_query[o.name] = stored
         summary[o.name] = _aggregate(o, stored, len(qids))
     return Evaluated(qids, tag, outputs, per_query, summary, relstrings)
+
+
+def _relstrings(parts: RankingParts, length: int) -> list[str]:
+    """relstring of every topic (in topic order), part by part."""
+    out = [""] * parts.num_topics
+    for positions, ranking in parts.parts:
+        width = max(0, min(length, ranking.grades.shape[1]))
+        grades = ranking.grades[:, :width].cpu().tolist()
+        lengths = ranking.num_ret.clamp(max=width).cpu().tolist()
+        where = range(ranking.num_topics) if positions is None else positions.cpu().tolist()
+        for i, topic in enumerate(where):
+            out[topic] = relstring(grades[i][: lengths[i]])
+    return out
 
 
 def _aggregate(o: Output, stored: list[float], num_q: int) -> float:
