@@ -48,6 +48,7 @@ import stat
 import sys
 import tempfile
 import weakref
+import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -211,7 +212,7 @@ def _normalise(block: bytes) -> bytes:
     if b"#" in block:
         block = _COMMENT_LINE.sub(b"", block)
     if (b"\t" in block or b"  " in block or b"\r" in block or b"\f" in block or b"\v" in block
-            or block[:1] == b" " or b"\n " in block or b" \n" in block):
+            or block[:1] == b" " or block[-1:] == b" " or b"\n " in block or b" \n" in block):
         block = _WS_RUN.sub(b" ", block)
         block = _EDGE_SPACE.sub(b"", block)
     return block
@@ -718,7 +719,7 @@ def _read_file(source: str, file: str, columns: Sequence[Column], what: str, res
         while True:
             try:
                 item = next(reader, None)
-            except (OSError, EOFError, _LineTooLong) as exc:
+            except (OSError, EOFError, zlib.error, _LineTooLong) as exc:  # zlib.error: a damaged deflate stream
                 if pending is not None:
                     collect(pending)  # an error in an earlier block comes first
                 if isinstance(exc, _LineTooLong):
