@@ -7,14 +7,18 @@ marks, control characters, huge numbers and lines, blank and comment lines).
 For every mutation the bytes are read by :mod:`trec_text_reference`, a
 plain-Python parser written from the documented format rules, and:
 
-* where it accepts, gpukit's per-query values equal pytrec_eval's on the
-  parsed dicts (Python API and ``gpukit eval`` in-process);
+* where it accepts, gpukit's ``to_dict()`` equals the parsed dicts and its
+  per-query values equal pytrec_eval's on them (Python API and ``gpukit
+  eval`` in-process; scores compared in float32, as trec_eval does; the
+  plain-Python tests/reference.py where pytrec_eval cannot run, see
+  :func:`expected_values`);
 * where it rejects, gpukit raises an ``InputFormatError`` naming the file and
   a line the reference marks bad (no line for whole-file problems), or the CLI
   exits 2 with one ``gpukit: error:`` line naming them.
 
 Each case runs under a wall-clock alarm and an address-space limit. CI runs a
-fixed, derandomized set of examples; ``GPUKIT_FUZZ_EXAMPLES=5000`` runs more.
+fixed, derandomized set of examples; ``GPUKIT_FUZZ_EXAMPLES=5000`` runs more
+(add ``GPUKIT_FUZZ_NO_SHRINK=1`` to report a failure as found, unshrunk).
 """
 from __future__ import annotations
 
@@ -28,7 +32,9 @@ import resource
 import signal
 import tempfile
 
+import numpy as np
 import pytest
+import torch
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
@@ -42,11 +48,11 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 
 EXAMPLES = int(os.environ.get("GPUKIT_FUZZ_EXAMPLES", "0"))
 FUZZ = settings(
-    max_examples=EXAMPLES or 120,
+    max_examples=EXAMPLES or 250,
     deadline=10_000 if not EXAMPLES else None,  # ms; hangs are caught by the alarm below
     derandomize=True,
     database=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target] if os.environ.get("FZ_NOSHRINK") else list(Phase),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target] if os.environ.get("GPUKIT_FUZZ_NO_SHRINK") else list(Phase),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
 )
 CASE_SECONDS = 30
@@ -100,6 +106,9 @@ MUTATION = st.one_of(
         ["crlf", "cr", "no_final_newline", "bom", "bom_twice", "utf16", "utf16le", "latin1", "empty", "blank_lines"])),
     st.tuples(st.just("huge_line"), POS, POS, st.integers(-2, 2)),
 )
+# Scores and grades put where the reader reads them (run column 5, qrels column 4).
+NUMBERS = [t for t in NASTY if t and len(t) < 30 and t[0] in b"+-.0123456789nNiI"] + [b"NAN", b"-nan(x)", b"0.0", b"-inf"]
+VALUE_COLUMN = {"run": 4, "qrels": 3}
 GZIP = st.one_of(
     st.none(), st.none(), st.none(),
     st.tuples(st.sampled_from(["plain", "truncate", "flip", "garbage", "zeros", "members"]), POS),
@@ -222,7 +231,9 @@ def compress(data: bytes, how: tuple | None) -> bytes:
 def mutated(draw, kind: str) -> tuple[bytes, bool]:
     """(file bytes, gzipped) of a valid file put through a few mutations."""
     data = draw(trec_lines(kind))
-    for mutation in draw(st.lists(MUTATION, max_size=4)):
+    value = st.tuples(st.just("set_field"), POS, st.just(VALUE_COLUMN[kind]), st.sampled_from(NUMBERS))
+    any_mutation = st.integers(0, 3).flatmap(lambda i: value if i == 0 else MUTATION)  # 1 in 4 on a value
+    for mutation in draw(st.lists(any_mutation, max_size=4)):
         data = mutate(data, mutation)
     how = draw(GZIP)
     return compress(data, how), how is not None
@@ -239,15 +250,16 @@ def _address_space() -> int:
 
 
 @contextlib.contextmanager
-def bounded():
-    """At most CASE_SECONDS of wall clock and CASE_EXTRA_BYTES of new address space."""
+def bounded(seconds: float = CASE_SECONDS, extra_bytes: int = CASE_EXTRA_BYTES):
+    """At most ``seconds`` of wall clock and ``extra_bytes`` of new address space
+    (a bigger allocation fails with MemoryError, which no reader turns into a GpukitError)."""
     def alarm(signum, frame):
-        raise CaseTimeout(f"case ran past {CASE_SECONDS} s")
+        raise CaseTimeout(f"case ran past {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = _address_space() + CASE_EXTRA_BYTES
+    limit = _address_space() + extra_bytes
     resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
     try:
         yield
@@ -273,15 +285,22 @@ def write(workdir: str, name: str, data: bytes, gzipped: bool) -> str:
 
 
 # ------------------------------------------------------------ assertions
+def as_float32(score: float) -> float:
+    """A score as trec_eval keeps it (a C float; beyond its range, +-inf)."""
+    with np.errstate(over="ignore"):
+        return float(np.float32(score))
+
+
 def expected_values(qrels: dict, run: dict) -> dict:
-    """pytrec_eval's per-query values, or the plain-Python reference's (tests/reference.py)
+    """pytrec_eval's per-query values (it compares scores in float32, as trec_eval
+    does: gpukit is run with float32 scores to match), or the plain-Python reference's (tests/reference.py)
     where pytrec_eval cannot serve: grades beyond PYTREC_MAX_GRADE (it allocates per
     grade value: 2**31 - 2 exhausts memory) or a query judged only with negative
     grades (pytrec_eval 0.5 then crashes or hangs)."""
     grades = [list(judged.values()) for judged in qrels.values()]
     if all(max(g) >= 0 and max(map(abs, g)) <= PYTREC_MAX_GRADE for g in grades):
         return pytrec_eval.RelevanceEvaluator(qrels, PYTREC).evaluate(run)
-    ref = reference_evaluate(qrels, run, list(NAMES.values()), convention="trec_eval")
+    ref = reference_evaluate(qrels, run, list(NAMES.values()), convention="trec_eval", score_key=as_float32)
     per_query = ref["measures"]
     return {q: {key: per_query[name]["per_query"][q] for key, name in NAMES.items()} for q in ref["query_ids"]}
 
@@ -296,7 +315,7 @@ def assert_values(per_query: dict[str, dict[str, float]], expected: dict) -> Non
 
 
 def api_values(qrels: "gpukit.Qrels", run: "gpukit.Run") -> dict[str, dict[str, float]]:
-    report = gpukit.evaluate(qrels, run, list(NAMES.values()), convention="trec_eval")
+    report = gpukit.evaluate(qrels, run, list(NAMES.values()), convention="trec_eval", score_dtype=torch.float32)
     columns = {name: report[name].per_query.tolist() for name in NAMES.values()}
     return {qid: {name: columns[name][i] for name in columns} for i, qid in enumerate(report.query_ids)}
 
@@ -351,6 +370,7 @@ def test_mutated_run(workdir, qrels, run, dedup):
     with bounded():
         ranked = read_api(gpukit.Run.from_trec, r_path, r_verdict, dedup=dedup)
         if ranked is not None:
+            assert ranked.to_dict() == r_verdict.data
             assert_values(api_values(gpukit.Qrels.from_trec(q_path), ranked), expected)
 
 
@@ -362,7 +382,7 @@ def test_mutated_run(workdir, qrels, run, dedup):
 def test_mutated_files_cli(workdir, qrels, run, dedup, fmt):
     q_path, r_path = write(workdir, "qrels", *qrels), write(workdir, "run", *run)
     q_verdict, r_verdict = read(qrels[0], "qrels"), read(run[0], "run", dedup)
-    argv = ["eval", q_path, r_path, "--convention", "trec_eval", "--dedup", dedup, "--format", fmt, "-q"]
+    argv = ["eval", q_path, r_path, "--convention", "trec_eval", "--dedup", dedup, "--format", fmt, "-q", "--score-precision", "float32"]
     argv += [a for name in NAMES.values() for a in ("-m", name)]
     both_ok = q_verdict.ok and r_verdict.ok
     event(f"qrels {q_verdict.why or 'accepted'}, run {r_verdict.why or 'accepted'}")
@@ -383,6 +403,15 @@ def test_mutated_files_cli(workdir, qrels, run, dedup, fmt):
     assert where, f"error does not name {path}: {lines[0]}"
     line = int(where.group(1)) if where.group(1) else None
     assert line in verdict.lines, f"line {line}, expected one of {sorted(verdict.lines, key=str)} ({verdict.why}): {lines[0]}"
+
+
+def test_case_bounds_hold():
+    """The bounds are real: a case allocating past them, or running past them, fails."""
+    with pytest.raises(MemoryError), bounded(extra_bytes=256 << 20):
+        np.ones(1 << 30, dtype=np.uint8)
+    with pytest.raises(CaseTimeout), bounded(seconds=0.2):
+        while True:
+            pass
 
 
 # ------------------------------------------------- regressions it found
