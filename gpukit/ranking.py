@@ -15,10 +15,11 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from gpukit.data.doc_space import Vocabulary, byte_order_keys, sorted_distinct, translate_keys
+from gpukit.data.doc_space import Vocabulary, sorted_distinct, translate_keys
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run, length_classes, lopsided, ranking_permutation, row_slices, unranked_rows
-from gpukit.data.text_table import _key_width, _string_chunks, arrow_indices, lookup_codes
+from gpukit.data.arrow_numpy import arrow_indices, string_chunks
+from gpukit.data.string_coding import byte_order_keys, key_width, lookup_codes
 from gpukit.errors import InputFormatError, UsageError
 from gpukit.metrics.binary import row_counts
 
@@ -425,8 +426,8 @@ def _keys_in_qrels_space(qrels: Qrels, ids: pa.Array) -> np.ndarray:
     space = qrels.doc_space
     if not isinstance(space, Vocabulary):
         return space.keys_of(ids)
-    qrels_width = qrels.derived(("key_width",), lambda: _key_width(_string_chunks(space.ids)))
-    run_width = _key_width(_string_chunks(ids))
+    qrels_width = qrels.derived(("key_width",), lambda: key_width(string_chunks(space.ids)))
+    run_width = key_width(string_chunks(ids))
     if qrels_width is None or run_width is None:
         return space.keys_of(ids)
     width = max(qrels_width, run_width)

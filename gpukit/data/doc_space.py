@@ -13,7 +13,7 @@ back to the string. Two key spaces provide them:
   every id is at most 8 bytes, has no NUL byte and starts below 0x80 (so the
   key is a non-negative int64).
 * :class:`Vocabulary` -- the key is the position in a byte-wise sorted list of
-  distinct ids (built by sorting, see :func:`~gpukit.data.text_table.string_codes`):
+  distinct ids (built by sorting, see :func:`~gpukit.data.string_coding.string_codes`):
   any ids, at the cost of that sort.
 
 Key -1 is reserved for "no document" (padding) in both spaces.
@@ -25,18 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.text_table import (
-    _ByteRows,
-    _key_width,
-    _offsets,
-    _parallel_map,
-    _string_chunks,
-    _strings_from_matrix,
-    _values,
-    arrow_indices,
-    lookup_codes,
-    string_codes,
-)
+from gpukit.data.arrow_numpy import arrow_indices, parallel_map, string_chunks, value_bytes, value_offsets
+from gpukit.data.string_coding import ByteRows, key_width, lookup_codes, string_codes, strings_from_matrix
 
 #: An int64 above every packed key: it would be the id 0x7F followed by seven
 #: 0xFF bytes, and 0xFF never occurs in UTF-8 text. Serves as a "past every
@@ -78,11 +68,11 @@ class PackedIds:
 
     def keys_of(self, ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """int64 key of each id; -1 for an id that cannot be packed (so is in no packed run)."""
-        chunks = _string_chunks(ids)
+        chunks = string_chunks(ids)
         if not chunks:
             return np.zeros(0, dtype=np.int64)
-        keys = _ByteRows(chunks, 8).all_words()[:, 0].byteswap()
-        lengths = np.concatenate([np.diff(_offsets(c)) for c in chunks])
+        keys = ByteRows(chunks, 8).all_words()[:, 0].byteswap()
+        lengths = np.concatenate([np.diff(value_offsets(c)) for c in chunks])
         bad = (lengths > 8) | (keys >= np.uint64(2**63)) | _has_nul(chunks)
         out = keys.view(np.int64)
         out[bad] = -1
@@ -91,7 +81,7 @@ class PackedIds:
     def ids_of(self, keys: np.ndarray) -> pa.Array:
         keys = np.ascontiguousarray(keys, dtype=np.int64)
         matrix = keys.astype(">u8").view(np.uint8).reshape(len(keys), 8)
-        out = _strings_from_matrix(matrix)
+        out = strings_from_matrix(matrix)
         assert out is not None  # 8 bytes per id cannot overflow 32-bit offsets below 2**28 ids
         return out
 
@@ -106,24 +96,24 @@ DocSpace = Vocabulary | PackedIds
 
 def pack_ids(column: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     """int64 packed keys of a string column, or None when some id cannot be packed."""
-    chunks = _string_chunks(column)
+    chunks = string_chunks(column)
     if not chunks:
         return None
-    width = _key_width(chunks)  # None: an id holds a NUL byte or is very long
+    width = key_width(chunks)  # None: an id holds a NUL byte or is very long
     if width is None or width > 8:
         return None
-    rows = _ByteRows(chunks, 8)
+    rows = ByteRows(chunks, 8)
     out = np.empty(sum(len(c) for c in chunks), dtype=np.uint64)
 
     def fill(i: int) -> bool:
-        words = rows._words(i)[:, 0]
+        words = rows.slice_words(i)[:, 0]
         first = rows.slices[i][3]
         target = out[first : first + len(words)]
         np.copyto(target, words)
         target.byteswap(inplace=True)
         return bool(len(target)) and int(target.max()) >= 2**63
 
-    if any(_parallel_map(fill, range(len(rows.slices)))):
+    if any(parallel_map(fill, range(len(rows.slices)))):
         return None  # an id starting with a byte >= 0x80: the key would be negative
     return out.view(np.int64)
 
@@ -132,27 +122,13 @@ def _has_nul(chunks: list[pa.Array]) -> np.ndarray:
     """Per id, whether it holds a NUL byte (such an id cannot be zero padded unambiguously)."""
     parts = []
     for c in chunks:
-        off = _offsets(c).astype(np.int64)
+        off = value_offsets(c).astype(np.int64)
         out = np.zeros(len(c), dtype=bool)
-        nul = np.flatnonzero(_values(c)[off[0] : off[-1]] == 0)
+        nul = np.flatnonzero(value_bytes(c)[off[0] : off[-1]] == 0)
         if len(nul):
             out[np.searchsorted(off[1:] - off[0], nul, side="right")] = True
         parts.append(out)
     return np.concatenate(parts)
-
-
-def byte_order_keys(column: pa.Array | pa.ChunkedArray, width: int) -> np.ndarray:
-    """Fixed-width keys of ids of at most ``width`` bytes (no NUL byte) whose
-    order and equality are the ids' byte order and equality: a big-endian
-    uint64 up to 8 bytes, else NumPy ``S<width>`` strings (zero padded)."""
-    chunks = _string_chunks(column)
-    if not chunks:
-        return np.zeros(0, dtype=np.uint64 if width <= 8 else f"S{width}")
-    words = _ByteRows(chunks, width).all_words()
-    if width <= 8:
-        return words[:, 0].view(">u8").astype(np.uint64)
-    matrix = np.ascontiguousarray(words.view(np.uint8).reshape(len(words), -1)[:, :width])
-    return matrix.view(f"S{width}").ravel()
 
 
 def doc_keys(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, DocSpace]:

@@ -17,16 +17,9 @@ import pyarrow as pa
 import torch
 
 from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
-from gpukit.data.text_table import (
-    Column,
-    ParsedTable,
-    numpy_values,
-    pandas_columns,
-    read_table,
-    release_arrow_memory,
-    string_array,
-    string_codes,
-)
+from gpukit.data.arrow_numpy import numpy_values, pandas_columns, release_arrow_memory, string_array
+from gpukit.data.string_coding import string_codes
+from gpukit.data.text_table import Column, ParsedTable, read_table
 from gpukit.errors import InputFormatError, echo
 from gpukit.threads import sized_threads
 

@@ -26,17 +26,9 @@ import pyarrow as pa
 import torch
 
 from gpukit.data.doc_space import DocSpace, PackedIds, Vocabulary, doc_keys, pack_ids, sorted_distinct
-from gpukit.data.text_table import (
-    Column,
-    arrow_indices,
-    numpy_values,
-    pandas_columns,
-    pc,
-    read_table,
-    release_arrow_memory,
-    string_array,
-    string_codes,
-)
+from gpukit.data.arrow_numpy import arrow_indices, numpy_values, pandas_columns, pc, release_arrow_memory, string_array
+from gpukit.data.string_coding import string_codes
+from gpukit.data.text_table import Column, read_table
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import DeviceError, InputFormatError, UsageError, echo
 from gpukit.threads import sized_threads
