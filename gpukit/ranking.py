@@ -342,11 +342,11 @@ class _GradeJoin:
                 lambda: _join_structures(qrels.query_codes, qrels.doc_codes, qrels.grades, topics, qrels.doc_space.bound, device),
             )
         else:
-            judged_keys = translate_keys(qrels.doc_codes, qrels.doc_space, run.doc_space)
-            keep = judged_keys >= 0
-            # Keys keep the ids' byte order, so they stay sorted within a query like the qrels' codes.
-            structures = _join_structures(
-                qrels.query_codes[keep], judged_keys[keep], qrels.grades[keep], topics, run.doc_space.bound, device
+            # The judged docs in the run's key space: built once per space (runs
+            # of one collection usually share it: same bytes at each position).
+            structures = qrels.derived(
+                ("join", str(device), topics.tobytes(), run.doc_space),
+                lambda: _translated_join_structures(qrels, run.doc_space, topics, device),
             )
         self.table, self.pairs = structures
 
@@ -415,6 +415,15 @@ def _join_structures(
         torch.from_numpy(kept_grades[order]).to(device=device, dtype=torch.int32),
     )
     return None, pairs
+
+
+def _translated_join_structures(qrels: Qrels, space, topics: np.ndarray, device: torch.device):
+    """:func:`_join_structures` of the judgments with their docs expressed in
+    ``space`` (a run's); docs ``space`` cannot hold are dropped (no run of it ranks them)."""
+    judged_keys = translate_keys(qrels.doc_codes, qrels.doc_space, space)
+    keep = judged_keys >= 0
+    # Keys keep the ids' byte order, so they stay sorted within a query like the qrels' codes.
+    return _join_structures(qrels.query_codes[keep], judged_keys[keep], qrels.grades[keep], topics, space.bound, device)
 
 
 def _keys_in_qrels_space(qrels: Qrels, ids: pa.Array) -> np.ndarray:

@@ -112,7 +112,7 @@ def _random_case(seed: int):
 NAMES = ["Hole@1", "Hole@5", "Hole@20", "RCap@3", "Complete@5", "APCap@4"]
 
 
-@pytest.mark.parametrize("layout", ["packed", "vocabulary", "packed run, vocabulary qrels"])
+@pytest.mark.parametrize("layout", ["packed", "vocabulary", "radix run, vocabulary qrels", "packed run, vocabulary qrels"])
 @pytest.mark.parametrize("seed", range(4))
 def test_hole_in_every_doc_key_join_matches_the_reference(layout, seed):
     qrels, run = _random_case(seed)
@@ -120,8 +120,13 @@ def test_hole_in_every_doc_key_join_matches_the_reference(layout, seed):
         qrels["q0"]["a_very_long_document_id"] = 0  # > 8 bytes: the qrels keep a vocabulary
     expected = reference_evaluate(qrels, run, NAMES, convention="gpukit", max_depth=None)
     if layout == "vocabulary":
+        with mock.patch.object(doc_space, "pack_ids", lambda column: None), mock.patch.object(doc_space, "radix_keys", lambda column: None):
+            built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
+        assert isinstance(built.doc_space, doc_space.Vocabulary)
+    elif layout == "radix run, vocabulary qrels":
         with mock.patch.object(doc_space, "pack_ids", lambda column: None):
             built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
+        assert isinstance(built.doc_space, doc_space.RadixIds) and isinstance(judged.doc_space, doc_space.Vocabulary)
     else:
         built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
     if layout == "packed run, vocabulary qrels":

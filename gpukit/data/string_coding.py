@@ -114,7 +114,7 @@ class ByteRows:
 
 
 @dataclass
-class _KeyPlan:
+class KeyPlan:
     """Mixed-radix key layout: per segment, the byte positions and their weights."""
 
     width: int  # bytes examined per string
@@ -138,7 +138,7 @@ def key_width(chunks: list[pa.Array]) -> int | None:
     return max(width, 1) if width <= _MAX_KEY_BYTES else None
 
 
-def _plan_keys(chunk_lists: Sequence[list[pa.Array]], capacities: Sequence[int]) -> _KeyPlan | None:
+def _plan_keys(chunk_lists: Sequence[list[pa.Array]], capacities: Sequence[int]) -> KeyPlan | None:
     """Lay out order-preserving integer keys for the strings of ``chunk_lists``.
 
     ``capacities[i]`` is the number of bits segment ``i`` may use (the last
@@ -192,10 +192,10 @@ def _plan_keys(chunk_lists: Sequence[list[pa.Array]], capacities: Sequence[int])
     if current or not segments:
         close()
     symbols = [np.flatnonzero(row).astype(np.uint8) for row in present]
-    return _KeyPlan(width, lut, segments, bits, sources, symbols)
+    return KeyPlan(width, lut, segments, bits, sources, symbols)
 
 
-def _segment_keys(plan: _KeyPlan, which: int, segment: int) -> np.ndarray:
+def _segment_keys(plan: KeyPlan, which: int, segment: int) -> np.ndarray:
     """uint64 key of segment ``segment`` for every row of chunk list ``which``."""
     source = plan.sources[which]
     layout = plan.segments[segment]
@@ -301,7 +301,7 @@ def _packed_codes(chunks: list[pa.Array], n: int) -> tuple[np.ndarray, pa.Array]
     # (one pass) decoded from the keys themselves; the strings are rebuilt from them.
     matrix = plan.sources[0].rows(firsts)
     if matrix is None and len(plan.segments) == 1:
-        matrix = _decode_keys(plan, first_keys)
+        matrix = decode_keys(plan, first_keys)
     if matrix is not None:
         vocab = strings_from_matrix(matrix)
         if vocab is not None:
@@ -322,7 +322,7 @@ def _packed_codes(chunks: list[pa.Array], n: int) -> tuple[np.ndarray, pa.Array]
     return ranks, taken.take(arrow_indices(position))
 
 
-def _decode_keys(plan: _KeyPlan, keys: np.ndarray) -> np.ndarray:
+def decode_keys(plan: KeyPlan, keys: np.ndarray) -> np.ndarray:
     """(n, width) byte rows of single-segment ``keys``, rebuilt from their digits."""
     n = len(keys)
     matrix = np.zeros((n, plan.width), dtype=np.uint8)
@@ -457,3 +457,82 @@ def byte_order_keys(column: pa.Array | pa.ChunkedArray, width: int) -> np.ndarra
         return words[:, 0].view(">u8").astype(np.uint64)
     matrix = np.ascontiguousarray(words.view(np.uint8).reshape(len(words), -1)[:, :width])
     return matrix.view(f"S{width}").ravel()
+
+
+#: Bits a single order-preserving key may use: keys stay below 2**62, so
+#: that int64 2**63 - 1 remains a padding value above every key.
+RADIX_KEY_BITS = 62
+
+
+def radix_keys(column: pa.Array | pa.ChunkedArray) -> tuple[KeyPlan, np.ndarray] | None:
+    """(plan, int64 keys) when every id of ``column`` fits one order-preserving key.
+
+    The key of an id is a mixed-radix number over its bytes: at each byte
+    position, the rank of the byte among the byte values seen there (zero
+    padding, rank 0, sorts a prefix first), weighted by the product of the
+    radices of the later positions. So key order is byte order, equal keys are
+    equal ids, and no sort is needed. None when an id holds a NUL byte, is
+    longer than ``_MAX_KEY_BYTES``, or the product of the radices exceeds
+    ``2**RADIX_KEY_BITS``. The plan keeps no reference to the column.
+    """
+    chunks = string_chunks(column)
+    if not chunks:
+        return None
+    plan = _plan_keys([chunks], [RADIX_KEY_BITS])
+    if plan is None or len(plan.segments) != 1:
+        return None
+    keys = _segment_keys(plan, 0, 0).view(np.int64)
+    plan.sources = []
+    return plan, keys
+
+
+def plan_keys_of(plan: KeyPlan, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """int64 keys of any ids under a single-segment ``plan`` (:func:`radix_keys`);
+    -1 for an id the plan cannot express (longer than its width, or a byte not
+    seen at some position), which therefore equals no id keyed by the plan."""
+    chunks = string_chunks(column)
+    n = sum(len(c) for c in chunks)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    lengths = np.concatenate([np.diff(value_offsets(c)) for c in chunks]).astype(np.int64)
+    ok = lengths <= plan.width
+    ok &= ~has_nul(chunks)
+    rows = ByteRows(chunks, plan.width)
+    matrix = rows.all_words().view(np.uint8).reshape(n, -1)[:, : plan.width]
+    keys = np.zeros(n, dtype=np.uint64)
+    weights = dict(plan.segments[0])
+    for pos in range(plan.width):
+        column_bytes = matrix[:, pos]
+        present = np.zeros(256, dtype=bool)
+        present[plan.symbols[pos]] = True
+        ok &= present[column_bytes]
+        if pos in weights:
+            keys += plan.lut[pos].take(column_bytes) * np.uint64(weights[pos])
+    out = keys.view(np.int64)
+    out[~ok] = -1
+    return out
+
+
+def has_nul(chunks: list[pa.Array]) -> np.ndarray:
+    """Per id, whether it holds a NUL byte (such an id cannot be zero padded unambiguously)."""
+    parts = []
+    for c in chunks:
+        off = value_offsets(c).astype(np.int64)
+        out = np.zeros(len(c), dtype=bool)
+        nul = np.flatnonzero(value_bytes(c)[off[0] : off[-1]] == 0)
+        if len(nul):
+            out[np.searchsorted(off[1:] - off[0], nul, side="right")] = True
+        parts.append(out)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+
+def plan_ids_of(plan: KeyPlan, keys: np.ndarray) -> pa.Array:
+    """The ids of non-negative keys of a single-segment ``plan`` (:func:`radix_keys`), decoded."""
+    keys = np.ascontiguousarray(keys, dtype=np.int64).view(np.uint64)
+    step = max(1, (1 << 30) // max(plan.width, 1))  # pieces whose bytes fit 32-bit offsets
+    pieces = []
+    for lo in range(0, max(len(keys), 1), step):
+        out = strings_from_matrix(decode_keys(plan, keys[lo : lo + step]))
+        assert out is not None  # at most 2**30 bytes per piece
+        pieces.append(out)
+    return pieces[0] if len(pieces) == 1 else pa.concat_arrays([p.cast(pa.large_string()) for p in pieces]).cast(pa.string())
