@@ -112,12 +112,12 @@ def _random_case(seed: int):
 NAMES = ["Hole@1", "Hole@5", "Hole@20", "RCap@3", "Complete@5", "APCap@4"]
 
 
-@pytest.mark.parametrize("layout", ["packed", "vocabulary", "radix run, vocabulary qrels", "packed run, vocabulary qrels"])
+@pytest.mark.parametrize("layout", ["packed", "vocabulary", "radix run, vocabulary qrels", "packed run, vocabulary qrels", "packed run, radix qrels"])
 @pytest.mark.parametrize("seed", range(4))
 def test_hole_in_every_doc_key_join_matches_the_reference(layout, seed):
     qrels, run = _random_case(seed)
-    if layout == "packed run, vocabulary qrels":
-        qrels["q0"]["a_very_long_document_id"] = 0  # > 8 bytes: the qrels keep a vocabulary
+    if layout.startswith("packed run"):
+        qrels["q0"]["a_very_long_document_id"] = 0  # > 8 bytes: the qrels keep radix keys or a vocabulary
     expected = reference_evaluate(qrels, run, NAMES, convention="gpukit", max_depth=None)
     if layout == "vocabulary":
         with mock.patch.object(doc_space, "pack_ids", lambda column: None), mock.patch.object(doc_space, "radix_keys", lambda column: None):
@@ -125,13 +125,19 @@ def test_hole_in_every_doc_key_join_matches_the_reference(layout, seed):
         assert isinstance(built.doc_space, doc_space.Vocabulary)
     elif layout == "radix run, vocabulary qrels":
         with mock.patch.object(doc_space, "pack_ids", lambda column: None):
-            built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
+            built = gpukit.Run.from_dict(run)
+            with mock.patch.object(doc_space, "radix_keys", lambda column: None):
+                judged = gpukit.Qrels.from_dict(qrels)
         assert isinstance(built.doc_space, doc_space.RadixIds) and isinstance(judged.doc_space, doc_space.Vocabulary)
+    elif layout == "packed run, vocabulary qrels":
+        built = gpukit.Run.from_dict(run)
+        with mock.patch.object(doc_space, "radix_keys", lambda column: None):
+            judged = gpukit.Qrels.from_dict(qrels)
+        assert isinstance(judged.doc_space, doc_space.Vocabulary) and isinstance(built.doc_space, doc_space.PackedIds)
     else:
         built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
-    if layout == "packed run, vocabulary qrels":
-        assert isinstance(judged.doc_space, doc_space.Vocabulary)
-        assert not isinstance(built.doc_space, doc_space.Vocabulary)
+    if layout == "packed run, radix qrels":
+        assert isinstance(judged.doc_space, doc_space.RadixIds) and isinstance(built.doc_space, doc_space.PackedIds)
     report = gpukit.evaluate(judged, built, NAMES, max_depth=None)
     for name in NAMES:
         got = dict(zip(report.query_ids, report[name].per_query.tolist()))

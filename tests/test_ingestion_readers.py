@@ -295,9 +295,12 @@ STRING_CASES = {
 }
 
 
-@pytest.fixture(params=["default", "tiny-slices"])
+@pytest.fixture(params=["python-sort", "default", "tiny-slices"])
 def slices(request, monkeypatch):
-    """Also run with slices of a few rows, so every slice boundary is crossed."""
+    """The Python sort of small columns, the sort-key path, and the latter with
+    slices of a few rows, so every slice boundary is crossed."""
+    if request.param != "python-sort":
+        monkeypatch.setattr(sc, "_SMALL_CODES", 0)  # these columns are small: force the sort-key path
     if request.param == "tiny-slices":
         monkeypatch.setattr(sc, "_SLICE_ROWS", 3)
         monkeypatch.setattr(sc, "_SCAN_ROWS", 5)
@@ -320,6 +323,7 @@ def test_string_codes_match_python(case, kind, slices):
 def test_string_codes_over_several_sort_passes(monkeypatch, slices):
     # Tiny key capacities force the multi-pass path (rank of the previous pass
     # as the high digits of the next one) on every case.
+    monkeypatch.setattr(sc, "_SMALL_CODES", 0)
     monkeypatch.setattr(sc, "_MAX_SORT_PASSES", 12)
     monkeypatch.setattr(sc, "_pass_capacities", lambda rowbits: [9] + [rowbits + 9] * 11)
     rng = random.Random(5)
@@ -336,6 +340,7 @@ def test_string_codes_over_several_sort_passes(monkeypatch, slices):
 
 
 def test_string_codes_fallback_when_keys_do_not_fit(monkeypatch):
+    monkeypatch.setattr(sc, "_SMALL_CODES", 0)
     monkeypatch.setattr(sc, "_MAX_SORT_PASSES", 1)
     monkeypatch.setattr(sc, "_pass_capacities", lambda rowbits: [8])
     strings = STRING_CASES["hex"](random.Random(1), 200)
@@ -424,3 +429,16 @@ def test_ranking_matches_trec_eval_tie_order_through_files(tmp_path):
     ranked = ranking.form_ranking(qrels, run, complete=False)
     assert ranked.grades[0].tolist() == [1, ranking.NOT_JUDGED, 2, ranking.NOT_JUDGED]
     assert ranked.num_ret.tolist() == [4]
+
+
+def test_integer_check_matches_the_int_text_rule():
+    # The vectorised check of qrels grades against the documented rule (INT_TEXT, a regex).
+    rng = random.Random(11)
+    values = ["0", "-1", "12", "-", "--1", "1-", "+1", "0x1", "1e3", "1_000", "", "-0", "٣", " 1", "007"]
+    values += ["".join(rng.choice("0123456789--+x") for _ in range(rng.randint(1, 4))) for _ in range(400)]
+    for chunk in ([v] for v in values):
+        arr = pa.array(chunk, pa.string())
+        assert tt._plain_integers(arr) == bool(tt.INT_TEXT.fullmatch(chunk[0])), chunk
+    good = [v for v in values if tt.INT_TEXT.fullmatch(v)]
+    assert tt._plain_integers(pa.array(good, pa.string())) and tt._plain_integers(pa.array(good, pa.string()).slice(3))
+    assert not tt._plain_integers(pa.array(good + ["1-"], pa.string()))

@@ -144,6 +144,11 @@ def test_vocabulary_keys_match_reference(data, options, float32):
         built = gpukit.Run.from_dict(run)
         assert isinstance(built.doc_space, RadixIds)
         report = gpukit.evaluate(judged, built, MEASURES, **options, **extra)
+        assert_matches_reference(report, expected, relevance_level=options["relevance_level"])
+        # Both in radix keys, each over its own alphabet (the qrels' docs translated into the run's).
+        judged = gpukit.Qrels.from_dict(qrels)
+        assert isinstance(judged.doc_space, RadixIds)
+        report = gpukit.evaluate(judged, built, MEASURES, **options, **extra)
     assert_matches_reference(report, expected, relevance_level=options["relevance_level"])
     packed = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict(run), MEASURES, **options, **extra)
     assert_matches_reference(packed, expected, relevance_level=options["relevance_level"])

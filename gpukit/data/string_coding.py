@@ -406,6 +406,8 @@ def string_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Arr
     n = sum(len(c) for c in chunks)
     if n == 0:
         return np.zeros(0, np.int32), pa.array([], pa.string())
+    if n <= _SMALL_CODES:
+        return _small_codes(chunks)
     sample = chunks[0].slice(0, 1 << 16)
     if len(_run_starts([sample])) * 4 <= len(sample):
         starts = _run_starts(chunks)
@@ -419,6 +421,30 @@ def string_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Arr
     if packed is None:
         return _hash_codes(chunks)
     return packed
+
+
+#: Columns up to this many strings are coded with Python's sort: below it the
+#: fixed cost of the vectorised passes exceeds sorting the strings themselves
+#: (a run's query ids: ~100 distinct heads).
+_SMALL_CODES = 2048
+
+
+def _small_codes(chunks: list[pa.Array]) -> tuple[np.ndarray, pa.Array]:
+    """:func:`string_codes` of a few strings by Python's sort. Code point
+    order of ``str`` is the byte order of their UTF-8 encodings."""
+    strings = [s for c in chunks for s in c.to_pylist()]
+    vocab = sorted(set(strings))
+    index = {s: i for i, s in enumerate(vocab)}
+    codes = np.fromiter((index[s] for s in strings), dtype=np.int32, count=len(strings))
+    encoded = [s.encode("utf-8") for s in vocab]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    data = b"".join(encoded)
+    if offsets[-1] >= 2**31 - 1:  # pragma: no cover - a few strings of over 1 MiB each
+        return _hash_codes(chunks)
+    # Built from buffers: pa.array() on a Python list imports pandas when it is installed.
+    array = pa.StringArray.from_buffers(len(encoded), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data))
+    return codes, array
 
 
 def lookup_codes(values: pa.Array, vocab: pa.Array) -> np.ndarray:
