@@ -41,8 +41,13 @@ def check_ranking_inputs(measures: Sequence[Measure], provides: str) -> None:
 def compute_measures(ranking: RankedJudgments | RankingParts, measures: Sequence[Measure]) -> dict[Measure, tuple[torch.Tensor, torch.Tensor]]:
     """Per-query values and "defined" masks, each (T,), for every measure.
 
-    Measures that differ only in their cutoff share one kernel call (one
-    cumulative sum answers every cutoff of a group). A ranking in parts
+    One kernel call per (kernel, rel, gain, params), for all the cutoffs
+    asked of it (one cumulative sum answers every cutoff of a group), so
+    families that share a kernel share its call too: GMAP is AP per query,
+    GMBpref is bpref (only their aggregates differ). A kernel's result must
+    depend on the ranking, ``rel``, ``gain``, ``params`` and the cutoffs
+    only, never on which family asked (tests/test_kernel_sharing.py checks
+    every shared kernel). A ranking in parts
     (:class:`~gpukit.ranking.RankingParts`) is reduced part by part and each
     part's values are placed at its topics' positions: measures are
     per-topic, so this is exact.
@@ -51,13 +56,13 @@ def compute_measures(ranking: RankedJudgments | RankingParts, measures: Sequence
         return _compute_in_parts(ranking, measures)
     groups: dict[tuple, list[Measure]] = defaultdict(list)
     for m in measures:
-        groups[(m.family, m.rel, m.gain, m.params)].append(m)
+        groups[(m.spec.kernel, m.rel, m.gain, m.params)].append(m)
     out: dict[Measure, tuple[torch.Tensor, torch.Tensor]] = {}
     for members in groups.values():
-        cutoffs = [m.cutoff for m in members]
+        cutoffs = list(dict.fromkeys(m.cutoff for m in members))  # distinct, in order
         values, defined = members[0].spec.kernel(ranking, members[0], cutoffs)
-        for column, m in enumerate(members):
-            c = min(column, values.shape[1] - 1)  # cutoff-free families return one column
+        for m in members:
+            c = min(cutoffs.index(m.cutoff), values.shape[1] - 1)  # cutoff-free families return one column
             out[m] = (values[:, c], defined[:, c])
     return out
 
