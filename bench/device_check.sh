@@ -138,9 +138,9 @@ multi_gpu_section() {
     local gpus
     gpus=$("$PY" -c "import torch; print(torch.cuda.device_count())" 2> /dev/null) || gpus=0
     if [ "$DRY" = 1 ]; then
-        stage multi_gpu 150 "$PY" bench/multi_gpu_check.py --out "$RESULTS" --nproc 2 --cpu-dry-run
+        stage multi_gpu 240 "$PY" bench/multi_gpu_check.py --out "$RESULTS" --nproc 2 --cpu-dry-run
     elif [ "${gpus:-0}" -gt 1 ]; then
-        stage multi_gpu 150 "$PY" bench/multi_gpu_check.py --out "$RESULTS" --nproc "$gpus"
+        stage multi_gpu 240 "$PY" bench/multi_gpu_check.py --out "$RESULTS" --nproc "$gpus"
     else
         skip multi_gpu "${gpus:-0} GPU(s) visible; the multi-GPU section runs only with more than one"
     fi
