@@ -27,7 +27,7 @@ import torch
 from gpukit.families.params import flag, number
 from gpukit.families.registry import register
 from gpukit.families.spec import Family
-from gpukit.metrics.compat import compatibility
+from gpukit.metrics.compat import compatibility, ideal_positions
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpukit.measures import Measure
@@ -40,7 +40,9 @@ NORMALIZE = flag("normalize", "divide by the ideal ranking's own overlap, so tha
 
 
 def _compat(r: "RankedJudgments", m: "Measure", cuts: Sequence) -> tuple[torch.Tensor, torch.Tensor]:
-    v = compatibility(r.grades, r.num_ret, r.ideal, m.param("p"), m.param("normalize"))[:, None]
+    # The ideal positions do not depend on p or normalize: one computation for every Compat variant.
+    positions = r._cached(("compat_positions",), lambda: ideal_positions(r.grades, r.ideal))
+    v = compatibility(r.grades, r.num_ret, r.ideal, m.param("p"), m.param("normalize"), positions)[:, None]
     return v, (r.num_relevant(1) > 0)[:, None]  # grades are integers: > 0 is >= 1
 
 

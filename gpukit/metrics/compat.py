@@ -59,7 +59,7 @@ def ideal_positions(grades: torch.Tensor, ideal: torch.Tensor) -> tuple[torch.Te
     sorted_key, order = torch.sort(key, dim=1, stable=True)
     sorted_relevant = sorted_key < 0
     # Ascending copies of the ideal grades (padding -1 becomes +1, still last).
-    neg_ideal = ideal.neg().contiguous()
+    neg_ideal = ideal.to(key.dtype).neg().contiguous()
     higher_judged = torch.searchsorted(neg_ideal, sorted_key, side="left")
     higher_ranked = torch.searchsorted(sorted_key, sorted_key, side="left")
     t = torch.arange(grades.shape[1], device=grades.device)
@@ -67,19 +67,20 @@ def ideal_positions(grades: torch.Tensor, ideal: torch.Tensor) -> tuple[torch.Te
     return order + 1, position, sorted_relevant
 
 
-def compatibility(grades: torch.Tensor, num_ret: torch.Tensor, ideal: torch.Tensor, p: float, normalize: bool) -> torch.Tensor:
+def compatibility(grades: torch.Tensor, num_ret: torch.Tensor, ideal: torch.Tensor, p: float, normalize: bool,
+                  positions: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """Compat per query, (Q,) float64 (see the module docstring).
 
     ``grades`` (Q, K) ranked grades (unjudged and padding < 0), ``num_ret``
     (Q,) retrieved documents, ``ideal`` (Q, L) judged grades sorted
-    descending (padding -1).
+    descending (padding -1); ``positions``: :func:`ideal_positions` of them
+    when already computed (they depend on neither p nor normalize).
     """
-    q, width = grades.shape
     device = grades.device
     num_rel = (ideal > 0).sum(1)
     depth = torch.maximum(num_ret.to(torch.int64), num_rel)
-    mass, tail = _weight_tables(p, max(width, ideal.shape[1]), device)
-    rank, position, relevant = ideal_positions(grades, ideal)
+    mass, tail = _weight_tables(p, max(grades.shape[1], ideal.shape[1]), device)
+    rank, position, relevant = ideal_positions(grades, ideal) if positions is None else positions
     # Entries that are not relevant get a harmless index (their contribution is masked).
     start = torch.where(relevant, torch.maximum(rank, position), torch.zeros_like(rank))
     beyond = tail[depth + 1]  # the part of each tail past the query's depth
