@@ -87,3 +87,15 @@ def test_gpukit_diversity_computes_every_subtopic_family(tmp_path, capsys, conve
     assert len(got) == len(want.measures) > 0
     for m in want.measures:
         assert _same(got[str(m)], want[m].mean), str(m)
+
+
+def test_gpukit_measures_names_the_two_run_measures_and_their_commands(capsys):
+    """p-MRR (two runs) and qrels-diff (two qrels) are not registry families; the listing points to them."""
+    assert main(["measures"]) == 0
+    out = capsys.readouterr().out
+    assert "gpukit p-mrr QRELS_OG RUN_OG QRELS_CHANGED RUN_CHANGED" in out and "gpukit.pairwise.p_mrr" in out
+    assert "gpukit qrels-diff OLD NEW --run RUN" in out
+    for command in (["p-mrr", "-h"], ["qrels-diff", "-h"]):  # the commands it names exist
+        with pytest.raises(SystemExit) as done:
+            main(command)
+        assert done.value.code == 0
