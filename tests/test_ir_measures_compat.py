@@ -126,6 +126,23 @@ def test_hand_checked_graded_ideal():
     assert float(got["Compat(p=0.5,normalize=False)"].mean) == pytest.approx((1 + 1 / 4 + 1 / 6) / 1.75, abs=1e-15)
 
 
+def test_rows_whose_relevant_documents_fill_the_ideal_width():
+    """The kernel keeps min(K, L) sorted columns per row (L: the most judged documents of a
+    topic): here q1's relevant documents, all ranked, are exactly L, below unjudged ones,
+    and q2 has fewer judgments than L but a deeper ranking."""
+    qrels = {"q1": {"a": 1, "b": 3, "c": 2, "d": 2}, "q2": {"a": 2, "e": 0}}
+    run = {"q1": {"u1": 9.0, "u2": 8.0, "d": 7.0, "u3": 6.0, "a": 5.0, "c": 4.0, "b": 3.0},
+           "q2": {f"u{i}": float(20 - i) for i in range(12)} | {"a": 0.5, "e": 0.25}}
+    names = list(NAMES)
+    report = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict(run), names, convention="trec_eval")
+    ref = reference_evaluate(qrels, run, names, convention="trec_eval")
+    want = _provider(qrels, run, [NAMES[n] for n in names], None)
+    for name in names:
+        for q, v in zip(report.query_ids, report[name].per_query.tolist()):
+            assert v == pytest.approx(ref["measures"][name]["per_query"][q], abs=1e-12), (name, q)
+            assert v == pytest.approx(want[NAMES[name]][q], abs=TOL), (name, q)
+
+
 def test_streaming_evaluator_equals_evaluate():
     """Compat alone in the stream: the dense batch must carry every candidate's grade in the ideal."""
     g = torch.Generator().manual_seed(7)

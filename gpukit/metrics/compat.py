@@ -47,8 +47,9 @@ def _weight_tables(p: float, width: int, device: torch.device) -> tuple[torch.Te
 def ideal_positions(grades: torch.Tensor, ideal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Where each relevant ranked document stands in the ideal ranking.
 
-    Returns (rank, position, relevant), each (Q, K) with rows reordered by
-    grade descending, then rank (a stable sort): the 1-based rank of the
+    Returns (rank, position, relevant), each (Q, min(K, L)) with rows reordered
+    by grade descending, then rank (a stable sort), cut after the last column
+    that can hold a relevant document: the 1-based rank of the
     document, its 1-based place in the ideal ranking, and whether it is
     relevant (grade > 0; the other entries are meaningless). The place is the
     number of judged documents of higher grade (retrieved or not), plus the
@@ -57,12 +58,16 @@ def ideal_positions(grades: torch.Tensor, ideal: torch.Tensor) -> tuple[torch.Te
     relevant = grades > 0
     key = torch.where(relevant, -grades, torch.full_like(grades, _LAST))
     sorted_key, order = torch.sort(key, dim=1, stable=True)
+    # A row has at most L relevant ranked documents (L = the ideal's width, the most judged
+    # documents of a topic), all sorted to the front: the rest of the row can be dropped.
+    keep = min(grades.shape[1], ideal.shape[1])
+    sorted_key, order = sorted_key[:, :keep].contiguous(), order[:, :keep]
     sorted_relevant = sorted_key < 0
     # Ascending copies of the ideal grades (padding -1 becomes +1, still last).
     neg_ideal = ideal.to(key.dtype).neg().contiguous()
     higher_judged = torch.searchsorted(neg_ideal, sorted_key, side="left")
     higher_ranked = torch.searchsorted(sorted_key, sorted_key, side="left")
-    t = torch.arange(grades.shape[1], device=grades.device)
+    t = torch.arange(keep, device=grades.device)
     position = higher_judged - higher_ranked + t[None, :] + 1
     return order + 1, position, sorted_relevant
 
