@@ -36,7 +36,7 @@ from ir_measures.providers.base import Any as AnyValue, Choices, NOT_PROVIDED
 
 from gpukit.errors import GpukitError, MeasureError
 from gpukit.evaluation import SEPARATE_INPUTS
-from gpukit.families import families, name_index
+from gpukit.families import name_index
 from gpukit.families.spec import Family
 from gpukit.measures import Measure
 
@@ -111,7 +111,7 @@ def _prototypes() -> list:
             elif param == "dcg":
                 spec[param] = Choices("log2", "exp-log2") if fam.param("gain") else Choices("log2")
             elif fam.param("gain" if param == "gains" else param) is not None:
-                spec[param] = AnyValue()
+                spec[param] = AnyValue(required=info.required)  # cwl_eval's max_rel has no default
             else:
                 spec[param] = Choices(NOT_PROVIDED)
         out.append(cls(**spec))
