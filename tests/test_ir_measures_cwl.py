@@ -32,7 +32,8 @@ NAMES = [
     "NERR9(max_rel=3)@10", "NERR9(min_rel=1,max_rel=4)@50",
     "NERR10(max_rel=3)", "NERR10(p=0.5,max_rel=4)", "NERR10(p=1,max_rel=2)",
     "NERR11(max_rel=3)", "NERR11(T=2.5,max_rel=4)",
-    "INST(max_rel=3)", "INST(T=2,max_rel=4)", "INST(T=0.3,min_rel=1,max_rel=2)",
+    "INST(max_rel=3)", "INST(T=2,max_rel=4)", "INST(T=0.3,min_rel=1,max_rel=2)", "INST(T=0.001,max_rel=2)",
+    "INST(T=1000000,max_rel=4)",
     "INSQ(max_rel=3)", "INSQ(T=3,max_rel=4)",
     "BPM(max_rel=3)@10", "BPM(T=2,max_rel=4)@5", "BPM(T=0.5,max_rel=2)@1100", "BPM(T=1.5,max_rel=3)@3",
 ]
@@ -120,7 +121,8 @@ def test_bpm_goal_is_decided_on_float_sums_as_cwl_eval():
 
 @pytest.mark.parametrize("name,problem", [
     ("SDCG@10", "needs max_rel="), ("INST", "needs max_rel="), ("INST(max_rel=2,min_rel=2)", "below max_rel"),
-    ("INST(min_rel=-1,max_rel=2)", ">= 0"), ("INSQ(T=0,max_rel=2)", "T must be > 0"), ("NERR10(p=1.2,max_rel=2)", "p must be <= 1"),
+    ("INST(min_rel=-1,max_rel=2)", ">= 0"), ("INSQ(T=0,max_rel=2)", "T must be > 0"), ("INST(T=2e6,max_rel=2)", "T must be <= 1e"),
+    ("NERR10(p=1.2,max_rel=2)", "p must be <= 1"),
     ("NERR8(max_rel=2)", "needs a cutoff"), ("INST(max_rel=2)@10", "takes no cutoff"), ("BPM(max_rel=x)@5", "integer"),
 ])
 def test_errors_name_the_problem(name, problem):
@@ -147,3 +149,25 @@ def test_docs_worked_example():
     assert [round(want[n], 4) for n in want] == [0.5475, 1.0, 1.0, 0.4444, 0.4206]
     single = gpukit.evaluate(gpukit.Qrels.from_dict({"q1": {"a": 1}}), gpukit.Run.from_dict({"q1": {"a": 1.0}}), ["INSQ(max_rel=1)"])
     assert round(single["INSQ(max_rel=1)"].mean, 3) == 0.388
+
+
+def test_cli_eval_computes_them(tmp_path, capsys):
+    """`gpukit eval -m ...` from TREC files, against cwl_eval on the same (tie-free) data."""
+    import json
+
+    from gpukit.cli import main
+
+    qrels, run = _collection(2)
+    run = {q: {d: i + rank_pos / 1000 for rank_pos, d in enumerate(docs)} for i, (q, docs) in enumerate(run.items())}
+    (tmp_path / "qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
+    (tmp_path / "run").write_text("".join(f"{q} Q0 {d} 0 {s!r} r\n" for q, docs in run.items() for d, s in docs.items()))
+    names = ["INST(T=2,max_rel=4)", "BPM(max_rel=3)@10", "NERR9(max_rel=3)@10"]
+    args = ["eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "--format", "json", "--per-query"]
+    assert main(args + [a for n in names for a in ("-m", n)]) == 0
+    per_query = json.loads(capsys.readouterr().out)[0]["per_query"]
+    expected = _cwl_eval(qrels, _in_gpukit_order(run), names)
+    for name in names:
+        canonical = str(gpukit.parse_measures([name])[0])
+        assert sorted(per_query) == sorted(qrels)
+        for q, want in expected[name].items():
+            assert abs(per_query[q][canonical] - want) <= TOL, (name, q)

@@ -14,7 +14,8 @@ measure is supported when its ``NAME`` resolves (canonical name or alias,
 qrels, and each of its parameters maps onto that family's: ``cutoff`` under
 the family's cutoff rule, ``rel`` and other same-named parameters as they
 are, ``gains`` -> ``gain``, ``recall`` (a recall level) -> the cutoff, ``dcg='exp-log2'`` -> ``gain=exp`` (gdeval's
-2^g - 1), ``judged_only`` only False. Where ir_measures names a measure
+2^g - 1), ``judged_only`` only False; a parameter ir_measures requires
+(cwl_eval's ``max_rel``) is required here too. Where ir_measures names a measure
 differently, :data:`RENAMED` says so (``NumRet(rel=r)`` is trec_eval's
 num_rel_ret). Families whose ir_measures definition differs from gpukit's
 are left to the other providers (:data:`DIFFERENT`).

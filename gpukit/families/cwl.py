@@ -66,8 +66,10 @@ MAX_REL = Param(
     check=_check_max_rel,
     show=lambda v: "required" if v is None else str(v),
 )
-T = number("T", "total gain the user wants (gains are in [0, 1]: T = 1 is one fully relevant document)", 1.0,
-           low=0, low_open=True)
+# T is bounded so that INST's closed-form tail (x^2 with x ~ 2T) stays finite; past
+# the 1000 ranks read, T = 1e6 already means "wants everything".
+T = number("T", "total gain the user wants (gains are in [0, 1]: T = 1 is one fully relevant document); "
+           "0 < T <= 1e6", 1.0, low=0, low_open=True, high=1e6)
 P_NERR = number("p", "persistence: chance of going on past a document of gain 0", 0.9, low=0, high=1)
 SCALE = (MIN_REL, MAX_REL)
 
@@ -120,7 +122,7 @@ def _register(name: str, summary: str, continuation: str, kernel, params: tuple[
         definition=f"{EU}; c_i = {continuation}{CUT if cut else ''} (ir_measures' cwl_eval provider)",
         kernel=_adapter(kernel, *(p.name for p in params), cut=cut),
         cutoff="required" if cut else "none",
-        params=SCALE + params,
+        params=params + SCALE,  # ir_measures' order: T or p, then min_rel, max_rel
         needs=frozenset({"grades"}),
         describe=_describe({"user model": model}),
         examples=examples,
