@@ -98,6 +98,9 @@ def test_depth_1000_cuts_the_ranking_and_pads_the_normaliser():
     report = gpukit.evaluate(gpukit.Qrels.from_dict({"1": {"a": 1}}), gpukit.Run.from_dict(short), names)
     weights = [(2 / (i + 1)) ** 2 for i in range(1, 1001)]  # INSQ, T = 1: C_i = (2T / (i + 2T - 1))^2
     assert report["INSQ(max_rel=1)"].mean == pytest.approx(1 / sum(weights), rel=1e-12)
+    # cwl_eval's depth, not the published unbounded INSQ: sum_{i>=1} (2/(i+1))^2 = 4 (pi^2/6 - 1).
+    unbounded = 1 / (4 * (math.pi**2 / 6 - 1))
+    assert report["INSQ(max_rel=1)"].mean / unbounded == pytest.approx(1.00155, abs=1e-5)
     assert report["SDCG(max_rel=1)@2000"].mean == pytest.approx(1 / sum(1 / math.log2(i + 1) for i in range(1, 1001)), rel=1e-12)
     expected = _cwl_eval({"1": {"a": 1}}, short, names)
     for n in names:
