@@ -345,3 +345,4 @@ import reference_prefs  # noqa: E402,F401
 import reference_evidence  # noqa: E402,F401
 import reference_diversity  # noqa: E402,F401
 import reference_compat  # noqa: E402,F401
+import reference_cwl  # noqa: E402,F401
