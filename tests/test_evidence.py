@@ -153,6 +153,33 @@ def test_hole_refused_by_the_streaming_evaluator():
         gpukit.RetrievalEvaluator(["Hole@10"])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_mteb_package_recall_cap_and_hole_per_query(seed):
+    """MTEB's own ``recall_cap`` and ``hole`` (mteb/_evaluators/retrieval_metrics.py, the same
+    definitions as BEIR's, ranking ties by doc id descending as gpukit), per query, where mteb is
+    installed: score ties, negative grades, R = 0 queries (MTEB: None, gpukit: omitted), k past
+    the ranking, documents judged only for another query."""
+    metrics = pytest.importorskip("mteb._evaluators.retrieval_metrics")
+    qrels, run = _random_case(seed)
+    run = {q: docs for q, docs in run.items() if docs}  # MTEB reads qrels[q] for every run query
+    ks = [1, 2, 5, 20]
+    cap, hole = metrics.recall_cap(qrels, run, ks), metrics.hole(qrels, run, ks)
+    names = [f"RCap@{k}" for k in ks] + [f"Hole@{k}" for k in ks]
+    report = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict(run), names, complete=False)
+    compared = 0
+    for k in ks:
+        for name, theirs in ((f"RCap@{k}", cap[f"R_cap_at_{k}"]), (f"Hole@{k}", hole[f"Hole_at_{k}"])):
+            got = dict(zip(report.query_ids, report[name].per_query.tolist()))
+            assert len(theirs) == len(run)
+            for q, want in zip(run, theirs):
+                if want is None:
+                    assert got[q] != got[q], (name, q)  # R = 0: omitted (NaN) under gpukit's convention
+                else:
+                    assert got[q] == pytest.approx(want, abs=1e-12), (name, q)
+                    compared += 1
+    assert compared > 20
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_beir_package_recall_cap_and_hole(seed):
     custom = pytest.importorskip("beir.retrieval.custom_metrics")
