@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import torch
 
+from gpukit.errors import MeasureError
 from gpukit.metrics.cutoffs import Cutoffs, ordered_prefix_at
 from gpukit.metrics.trec_graded import ordered_cumprod, ordered_cumsum
 
@@ -79,7 +80,7 @@ def _discount_cpu(kind: str, param: float) -> torch.Tensor:
         return torch.full_like(i, param).pow_(i - 1.0)
     if kind == "inverse_square":  # INSQ, NERR11: prod_{j<i} ((j+2T-1)/(j+2T))^2 = (2T / (i+2T-1))^2
         return (2.0 * param / (i + 2.0 * param - 1.0)).square_()
-    raise ValueError(kind)
+    raise MeasureError(f"C/W/L discount kind {kind!r} is not one of log2, flat, harmonic, geometric, inverse_square")
 
 
 def discount_table(kind: str, param: float, device: torch.device) -> tuple[torch.Tensor, list[float]]:
