@@ -51,6 +51,19 @@ def _answer_meta_read(name: str, args, kwargs):
     return None
 
 
+# Ops that read only the elements an index selects (plus the index).
+_INDEXED_READS = {"aten.gather", "aten.index", "aten.index_select", "aten.take"}
+
+
+def _read_bytes(name: str, func, args, kwargs, out) -> int:
+    if all(r.alias_info is not None and not r.alias_info.is_write for r in func._schema.returns):
+        return 0  # a view reads nothing
+    if name in _INDEXED_READS:
+        indices = [t for t in tree_flatten((args[1:], kwargs))[0] if isinstance(t, torch.Tensor)]
+        return _nbytes(out) + _nbytes(indices)
+    return _nbytes((args, kwargs))
+
+
 class DeviceOpCounter(TorchDispatchMode):
     """With ``answer_syncs``, a read of a meta tensor by the host (a scalar,
     a copy to the CPU, ``nonzero``) counts as a sync and returns zeros (an
@@ -65,8 +78,11 @@ class DeviceOpCounter(TorchDispatchMode):
         self.host_to_device_bytes = 0
         self.device_to_host = 0
         self.syncs = 0
-        # Bytes of every tensor the ops wrote (their outputs): the temporaries' traffic.
+        # Bytes of every tensor the ops wrote (their outputs) and read (their
+        # inputs; an indexed read as many as it gathers): memory traffic,
+        # counting one pass per op (a multi-pass kernel such as topk reads more).
         self.bytes_written = 0
+        self.bytes_read = 0
 
     @property
     def total(self) -> int:
@@ -88,6 +104,7 @@ class DeviceOpCounter(TorchDispatchMode):
         inputs, outputs = _devices((args, kwargs)), _devices(out)
         written = _written_bytes(func, out)
         self.bytes_written += written
+        self.bytes_read += _read_bytes(name, func, args, kwargs, out)
         if "cpu" in inputs and outputs - {"cpu"}:
             self.host_to_device += 1
             self.host_to_device_bytes += written
