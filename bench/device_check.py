@@ -362,6 +362,39 @@ def stage_budgets(report: Report, device: torch.device, sizes: Sizes) -> None:
         except Exception as exc:  # noqa: BLE001 - the sync debug mode raises RuntimeError
             report.fail(f"{name}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
         synchronize(device)
+    budget_from_topk(report, device)
+
+
+def budget_from_topk(report: Report, device: torch.device) -> None:
+    """Run.from_topk reads all its checks back at once: 1 sync (CPU-proved
+    in tests/test_run_device_copies.py), counted here with the "warn" mode."""
+    import warnings
+
+    import pyarrow as pa
+
+    from gpukit.data.run import Run
+
+    keys = pa.array([f"doc-{i}" for i in range(5000)])
+    scores = torch.rand(256, 100, device=device)
+    indices = torch.argsort(torch.rand(256, len(keys), device=device), dim=1)[:, :100]  # no repeats in a row
+    query_ids = [f"q{i}" for i in range(256)]
+    Run.from_topk(scores, indices, query_ids, keys)  # first call copies the corpus key table
+    synchronize(device)
+    if device.type != "cuda":
+        report.add("Run.from_topk syncs", "n/a", note="sync debug mode needs CUDA")
+        return
+    previous = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            Run.from_topk(scores, indices, query_ids, keys)
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+    syncs = sum("synchroniz" in str(w.message) for w in caught)
+    report.add("Run.from_topk syncs", syncs, note="expected 1 (all checks read back at once)")
+    if syncs > 1:
+        report.fail(f"Run.from_topk synchronised {syncs} times, budget 1")
 
 
 def stage_graph(report: Report, device: torch.device, sizes: Sizes) -> None:

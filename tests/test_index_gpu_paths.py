@@ -200,3 +200,17 @@ def test_scan_traffic_per_score_on_the_cuda_path(k, budget, monkeypatch):
     per_score = (count.bytes_read + count.bytes_written) / (rows * n)
     assert per_score <= budget, (per_score, count.ops.most_common(8))
     assert not wide_fp32 and count.syncs == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("n, k", [(5000, 10), (5000, 1000), (70_000, 100)])
+def test_block_topk_on_cuda_matches_the_cpu_reference(dtype, n, k):
+    """torch.topk on CUDA over bf16/fp16 blocks (one and several tie groups):
+    the same columns as the plain-Python top-k of the same values."""
+    scores = _rounded_scores(4, n, dtype, seed=7)
+    values, cols = block_topk(scores.cuda(), k)
+    want_scores, want_cols = _reference_topk(scores.float(), k)
+    assert cols.sort(1).values.cpu().tolist() == want_cols
+    assert [sorted(r, reverse=True) for r in values.float().cpu().tolist()] == want_scores
