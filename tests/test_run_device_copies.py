@@ -102,23 +102,25 @@ def device_path(monkeypatch):
     monkeypatch.setattr(run_module, "_syncs_are_cheap", lambda device: False)
 
 
-def _random_topk(seed: int, q: int, k: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _random_topk(seed: int, q: int, k: int, n: int, empty_row: bool) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     scores = torch.randint(0, 4, (q, k), generator=g).float() / 4  # many ties
     indices = torch.stack([torch.randperm(n, generator=g)[:k] for _ in range(q)])
     indices[torch.rand(q, k, generator=g) < 0.2] = -1  # missing results
-    indices[1] = -1  # a row without any result
+    if empty_row:
+        indices[1] = -1  # a row without any result (the path that drops rows)
     return scores, indices
 
 
+@pytest.mark.parametrize("empty_row", [False, True])
 @pytest.mark.parametrize("ids", ["short", "long"])
-def test_from_topk_device_path_gives_the_cpu_run(device_path, ids, monkeypatch):
+def test_from_topk_device_path_gives_the_cpu_run(device_path, ids, empty_row, monkeypatch):
     import gpukit.data.run as run_module
 
     n = 300
     doc_ids = [f"d{i}" if ids == "short" else f"a-longer-document-id-{i}" for i in range(n)]
     for seed in range(5):
-        scores, indices = _random_topk(seed, 20, 30, n)
+        scores, indices = _random_topk(seed, 20, 30, n, empty_row)
         query_ids = [f"q{i}" for i in range(20)]
         on_device = Run.from_topk(scores, indices, query_ids, doc_ids)
         monkeypatch.setattr(run_module, "_syncs_are_cheap", lambda device: True)
