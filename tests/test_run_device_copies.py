@@ -148,3 +148,13 @@ def test_from_topk_device_path_names_the_same_problems(device_path, scores, indi
 
     with pytest.raises(InputFormatError, match=message):
         Run.from_topk(torch.tensor(scores), torch.tensor(indices), ["q1"], ["d1", "d2", "d3"])
+
+
+def test_scores_held_on_a_device_are_copied_when_the_run_moves():
+    """Only host scores are deferred: a run leaving a device does not keep
+    device memory alive (here the copy out of meta is attempted, and fails, at once)."""
+    run = Run.from_dict(RUN)
+    # Keys on the CPU (their copy is a no-op), scores on a device: the move copies the scores now.
+    scores_on_meta = Run(run.query_ids, run.doc_space, run.doc_codes, run.scores.to("meta"), run.name)
+    with pytest.raises(NotImplementedError, match="meta"):
+        scores_on_meta.to("cpu")

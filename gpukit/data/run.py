@@ -102,7 +102,14 @@ class RunBlock:
     def to(self, device: torch.device) -> "RunBlock":
         """Rows and doc keys copied to ``device``; scores on their first read."""
         rows = None if self.rows is None else self.rows.to(device)
-        return RunBlock(rows, self.doc_codes.to(device), self._scores)
+        return RunBlock(rows, self.doc_codes.to(device), _deferred(self._scores, device))
+
+
+def _deferred(scores: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Scores for a copy on ``device``: host scores stay where they are until
+    read (they hold no device memory); device scores are copied now, so that
+    moving a run off a device frees it."""
+    return scores if scores.device.type == "cpu" else scores.to(device)
 
 
 def _scores_on_codes_device(owner, field: str, codes: torch.Tensor) -> torch.Tensor:
@@ -419,12 +426,13 @@ class Run:
     def to(self, device: DeviceLike) -> "Run":
         """A copy on ``device`` (explicit; evaluation never moves a run silently).
 
-        Doc keys are copied now; scores when first read (:attr:`scores`):
-        evaluating in the stored precision never reads them.
+        Doc keys are copied now; scores held on the CPU when first read
+        (:attr:`scores`): evaluating in the stored precision never reads
+        them. Scores on a device are copied now (the copy frees it).
         """
         dev = resolve_device(device)
         if self.blocks is None:
-            return Run(self.query_ids, self.doc_space, self._doc_codes.to(dev), self._scores, self.name)
+            return Run(self.query_ids, self.doc_space, self._doc_codes.to(dev), _deferred(self._scores, dev), self.name)
         return Run.from_blocks(self.query_ids, self.doc_space, [b.to(dev) for b in self.blocks], self.name)
 
     def query_id_list(self) -> list[str]:
