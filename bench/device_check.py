@@ -362,10 +362,10 @@ def stage_budgets(report: Report, device: torch.device, sizes: Sizes) -> None:
         except Exception as exc:  # noqa: BLE001 - the sync debug mode raises RuntimeError
             report.fail(f"{name}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
         synchronize(device)
-    budget_from_topk(report, device)
+    budget_from_topk(report, device, small=report.dry_run)
 
 
-def budget_from_topk(report: Report, device: torch.device) -> None:
+def budget_from_topk(report: Report, device: torch.device, small: bool) -> None:
     """Run.from_topk reads all its checks back at once: 1 sync (CPU-proved
     in tests/test_run_device_copies.py), counted here with the "warn" mode."""
     import warnings
@@ -374,10 +374,11 @@ def budget_from_topk(report: Report, device: torch.device) -> None:
 
     from gpukit.data.run import Run
 
-    keys = pa.array([f"doc-{i}" for i in range(5000)])
-    scores = torch.rand(256, 100, device=device)
-    indices = torch.argsort(torch.rand(256, len(keys), device=device), dim=1)[:, :100]  # no repeats in a row
-    query_ids = [f"q{i}" for i in range(256)]
+    queries, depth, docs = (8, 10, 200) if small else (256, 100, 5000)
+    keys = pa.array([f"doc-{i}" for i in range(docs)])
+    scores = torch.rand(queries, depth, device=device)
+    indices = torch.argsort(torch.rand(queries, docs, device=device), dim=1)[:, :depth]  # no repeats in a row
+    query_ids = [f"q{i}" for i in range(queries)]
     Run.from_topk(scores, indices, query_ids, keys)  # first call copies the corpus key table
     synchronize(device)
     if device.type != "cuda":
