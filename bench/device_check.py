@@ -295,7 +295,9 @@ def stage_update(report: Report, device: torch.device, sizes: Sizes) -> None:
 
     rows, candidates = sizes.update
     scores, targets = dense_batch(rows, candidates, device, seed=1)
-    for label, measures in (("cutoffs", CUTOFF_MEASURES), ("cutoffs + AP", CUTOFF_MEASURES + ["AP"])):
+    cases = (("cutoffs", CUTOFF_MEASURES), ("cutoffs + AP", CUTOFF_MEASURES + ["AP"]),
+             ("cutoffs + uncut AP, nDCG (the budget's six)", CUTOFF_MEASURES + ["AP", "nDCG"]))
+    for label, measures in cases:
         evaluator = RetrievalEvaluator(measures, device=device)
         seconds = median_seconds(lambda: evaluator.update(scores, targets), device, sizes.repeats)
         report.add(f"update {rows}x{candidates} {label}", seconds * 1e3, "ms", "median per batch")
@@ -360,6 +362,40 @@ def stage_budgets(report: Report, device: torch.device, sizes: Sizes) -> None:
         except Exception as exc:  # noqa: BLE001 - the sync debug mode raises RuntimeError
             report.fail(f"{name}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
         synchronize(device)
+    budget_from_topk(report, device, small=report.dry_run)
+
+
+def budget_from_topk(report: Report, device: torch.device, small: bool) -> None:
+    """Run.from_topk reads all its checks back at once: 1 sync (CPU-proved
+    in tests/test_run_device_copies.py), counted here with the "warn" mode."""
+    import warnings
+
+    import pyarrow as pa
+
+    from gpukit.data.run import Run
+
+    queries, depth, docs = (8, 10, 200) if small else (256, 100, 5000)
+    keys = pa.array([f"doc-{i}" for i in range(docs)])
+    scores = torch.rand(queries, depth, device=device)
+    indices = torch.argsort(torch.rand(queries, docs, device=device), dim=1)[:, :depth]  # no repeats in a row
+    query_ids = [f"q{i}" for i in range(queries)]
+    Run.from_topk(scores, indices, query_ids, keys)  # first call copies the corpus key table
+    synchronize(device)
+    if device.type != "cuda":
+        report.add("Run.from_topk syncs", "n/a", note="sync debug mode needs CUDA")
+        return
+    previous = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            Run.from_topk(scores, indices, query_ids, keys)
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+    syncs = sum("synchroniz" in str(w.message) for w in caught)
+    report.add("Run.from_topk syncs", syncs, note="expected 1 (all checks read back at once)")
+    if syncs > 1:
+        report.fail(f"Run.from_topk synchronised {syncs} times, budget 1")
 
 
 def stage_graph(report: Report, device: torch.device, sizes: Sizes) -> None:

@@ -10,6 +10,7 @@ cheap reduction over these tensors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -124,7 +125,9 @@ def form_ranking(
     identity = len(topics) == run.num_queries and np.array_equal(topic_rows_np, np.arange(len(topics)))
     depth = run.depth
     width = depth if max_depth is None else min(depth, max_depth)
-    codes_of_rows, scores_of_rows = run.doc_codes, run.scores  # padded on demand for a run in blocks
+    codes_of_rows = run.doc_codes  # padded on demand for a run in blocks
+    # Scores are read (and, after Run.to, copied) only to compare them narrower.
+    scores_of_rows = (lambda: run.scores) if _rereads_scores(run.score_dtype, score_dtype) else None
 
     def rank(join_type: type) -> tuple[torch.Tensor, torch.Tensor]:
         joiner = join_type(qrels, run, topics, device)
@@ -220,7 +223,8 @@ def form_ranking_parts(
 
         def rank(join_type: type, block=block, take=take, positions=positions, width=width) -> tuple[torch.Tensor, torch.Tensor]:
             joiner = join if join_type is _GradeJoin else join_type(qrels, run, topics, device)
-            return _rank_rows(joiner, block.doc_codes, block.scores, take, positions, width, max_depth, score_dtype)
+            scores = (lambda: block.scores) if _rereads_scores(block.score_dtype, score_dtype) else None
+            return _rank_rows(joiner, block.doc_codes, scores, take, positions, width, max_depth, score_dtype)
 
         grades, num_ret = rank(_GradeJoin)
         part_topics = topics[at]
@@ -268,10 +272,17 @@ def _topic_names(qrels: Qrels, topics: np.ndarray, device: torch.device) -> list
     return list(qrels.derived(key, lambda: tuple(qrels.query_ids.take(arrow_indices(topics)).to_pylist())))
 
 
+def _rereads_scores(stored: torch.dtype, compared: torch.dtype) -> bool:
+    """Whether rows stored in ranking order for ``stored`` scores may be out
+    of order when compared in ``compared``: not when the cast is an exact
+    widening (float32 -> float64 keeps every order and every tie)."""
+    return torch.promote_types(stored, compared) != compared
+
+
 def _rank_rows(
     join,
     codes_of_rows: torch.Tensor,
-    scores_of_rows: torch.Tensor,
+    scores_of_rows: Callable[[], torch.Tensor] | None,
     take: torch.Tensor | None,
     positions: torch.Tensor | None,
     width: int,
@@ -286,22 +297,28 @@ def _rank_rows(
     n = codes_of_rows.shape[0] if take is None else take.numel()
     grades = torch.empty((n, width), dtype=torch.int32, device=device)
     num_ret = torch.empty(n, dtype=torch.int64, device=device)
+    # Run rows are stored in ranking order for their own score precision;
+    # comparing in a narrower one (float32) can create ties, and only rows
+    # that are then out of order are re-sorted. ``scores_of_rows`` is given
+    # (a getter: reading may copy them to the device) only in that case.
+    all_scores = None if scores_of_rows is None else scores_of_rows()
     # Slices of rows bound the temporaries (sort values and int64 indices).
     for rows in row_slices(n, codes_of_rows.shape[1]):
+        scores = None
         if take is None:
-            codes, scores = codes_of_rows[rows], scores_of_rows[rows].to(score_dtype)
+            codes = codes_of_rows[rows]
+            if all_scores is not None:
+                scores = all_scores[rows].to(score_dtype)
         else:
             # Rows of the topics, in topic order; missing topics are empty rows.
             wanted = take[rows]
             safe = wanted.clamp(min=0)
             codes = codes_of_rows.index_select(0, safe).masked_fill(wanted[:, None] < 0, -1)
-            scores = scores_of_rows.index_select(0, safe).to(score_dtype)
+            if all_scores is not None:
+                scores = all_scores.index_select(0, safe).to(score_dtype)
         joined = join(codes, rows if positions is None else positions[rows])
         num_ret[rows] = row_counts(codes >= 0)
-        # Run rows are stored in ranking order for their own score precision;
-        # comparing in another one (float32) can create ties, and only rows
-        # that are then out of order are re-sorted.
-        if scores.dtype != scores_of_rows.dtype:
+        if scores is not None:
             bad = unranked_rows(codes, scores)
             if bad.numel():
                 joined[bad] = joined[bad].gather(1, ranking_permutation(codes[bad], scores[bad]))

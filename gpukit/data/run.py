@@ -25,7 +25,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from gpukit.data.doc_space import DocSpace, PackedIds, Vocabulary, doc_keys, pack_ids, sorted_distinct
+from gpukit.data.corpus_keys import CorpusKeys, corpus_keys
+from gpukit.data.doc_space import DocSpace, doc_keys
 from gpukit.data.arrow_numpy import arrow_indices, numpy_values, pandas_columns, pc, release_arrow_memory, string_array
 from gpukit.data.string_coding import string_codes
 from gpukit.data.text_table import Column, read_table
@@ -73,16 +74,45 @@ class RunBlock:
         rows: (R,) int64 run rows held, ascending, on the run's device;
             ``None``: every row of the run, in order.
         doc_codes: (R, K_b) int64, as :attr:`Run.doc_codes` for these rows.
-        scores: (R, K_b) float, aligned with ``doc_codes``.
+        scores: (R, K_b) float, aligned with ``doc_codes`` (on their device
+            when read; see :meth:`to`).
     """
 
     rows: torch.Tensor | None
     doc_codes: torch.Tensor
-    scores: torch.Tensor
+    _scores: torch.Tensor
+
+    @property
+    def scores(self) -> torch.Tensor:
+        return _scores_on_codes_device(self, "_scores", self.doc_codes)
+
+    @property
+    def score_dtype(self) -> torch.dtype:
+        """dtype of :attr:`scores`, without copying them to the device."""
+        return self._scores.dtype
 
     def to(self, device: torch.device) -> "RunBlock":
+        """Rows and doc keys copied to ``device``; scores on their first read."""
         rows = None if self.rows is None else self.rows.to(device)
-        return RunBlock(rows, self.doc_codes.to(device), self.scores.to(device))
+        return RunBlock(rows, self.doc_codes.to(device), _deferred(self._scores, device))
+
+
+def _deferred(scores: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Scores for a copy on ``device``: host scores stay where they are until
+    read (they hold no device memory); device scores are copied now, so that
+    moving a run off a device frees it."""
+    return scores if scores.device.type == "cpu" else scores.to(device)
+
+
+def _scores_on_codes_device(owner, field: str, codes: torch.Tensor) -> torch.Tensor:
+    """``owner.<field>`` moved, once, to the device of ``codes``: ``to`` defers
+    the copy of scores because evaluation reads them only to compare them in
+    a narrower precision than stored (see :func:`gpukit.ranking.form_ranking`)."""
+    scores = getattr(owner, field)
+    if scores.device != codes.device:
+        scores = scores.to(codes.device)
+        object.__setattr__(owner, field, scores)  # frozen dataclass: a cache, not a change of value
+    return scores
 
 
 @dataclass(frozen=True, eq=False)
@@ -207,7 +237,7 @@ class Run:
         scores: torch.Tensor,
         doc_indices: torch.Tensor,
         query_ids: Sequence[str],
-        doc_ids: Sequence[str] | pa.Array,
+        doc_ids: Sequence[str] | pa.Array | CorpusKeys,
         name: str = "run",
     ) -> "Run":
         """Wrap search output without leaving the device.
@@ -222,6 +252,11 @@ class Run:
         evaluating this run. Corpus positions are mapped to doc keys by one
         on-device gather, and rows not already in ranking order are sorted;
         no per-query Python structure is built.
+
+        The corpus key table is built and copied to the device once per
+        :class:`~gpukit.data.corpus_keys.CorpusKeys` (a ``pa.Array`` corpus
+        keeps one while it lives). Off the CPU every check is read back in
+        one device-to-host transfer (one more to drop rows without results).
         """
         scores = torch.as_tensor(scores)
         doc_indices = torch.as_tensor(doc_indices)
@@ -233,34 +268,55 @@ class Run:
             raise InputFormatError(name, None, f"{len(query_ids)} query ids for {scores.shape[0]} rows")
         if not scores.is_floating_point():
             raise InputFormatError(name, None, f"scores must be floating point, got {scores.dtype}")
-        corpus = doc_ids if isinstance(doc_ids, pa.Array) else pa.array(list(doc_ids), pa.string())
-        space, key_of_position = _corpus_keys(corpus, name)
-        device = scores.device
-        key_t = torch.from_numpy(key_of_position).to(device)
-        idx = doc_indices.to(torch.int64)
-        if idx.numel() and int(idx.max()) >= len(key_of_position):
-            raise InputFormatError(name, None, f"doc index {int(idx.max())} out of range for {len(key_of_position)} doc ids")
-        if idx.numel() and int(idx.min()) < -1:
-            row = int(torch.nonzero((idx < -1).any(1))[0])
-            raise InputFormatError(name, None, f"row {row}: doc index {int(idx[row].min())}; only -1 may mark a missing result")
+        corpus = corpus_keys(doc_ids, name)
         qids = pa.array([str(q) for q in query_ids], pa.string())
         if len(qids) > 1 and pc.count_distinct(qids).as_py() != len(qids):
             raise InputFormatError(name, None, "query_ids contains duplicates")
-        valid = idx >= 0
-        answered = valid.any(1)
+        idx = doc_indices.to(torch.int64)
+        # Indices out of range gather the padding key; the checks below reject them.
+        codes = corpus.table(scores.device)[idx.clamp(-1, len(corpus))]
+        ranked_scores = scores.clone()  # the caller's tensor is left as it is
+        if _syncs_are_cheap(scores.device):
+            return cls._checked_topk(idx, codes, ranked_scores, qids, corpus, name)
+        # Off the CPU: rank every row (fixed shapes) and read all checks at once.
+        repeated = _rank_rows_flagging_repeats(codes, ranked_scores)
+        some = torch.ones((), dtype=torch.int64, device=idx.device)
+        stats = torch.stack([
+            idx.max() if idx.numel() else -some,
+            idx.min() if idx.numel() else -some,
+            (idx < 0).all(1).any().long() if idx.numel() else some * int(idx.shape[0] > 0),
+            torch.isnan(scores).any().long(),
+            repeated.long(),
+        ]).tolist()
+        highest, lowest, unanswered, nan, duplicate = stats
+        if highest >= len(corpus) or lowest < -1 or nan or duplicate:
+            # Some check fails: the CPU path names the problem.
+            return cls._checked_topk(idx.cpu(), codes.cpu(), ranked_scores.cpu(), qids, corpus, name)
+        if unanswered:
+            return cls._checked_topk(idx, codes, ranked_scores, qids, corpus, name)
+        return cls(qids, corpus.space, codes, ranked_scores, name)
+
+    @classmethod
+    def _checked_topk(cls, idx, codes, ranked_scores, qids, corpus, name) -> "Run":
+        """``from_topk``'s checks one by one (errors name the problem), then the
+        ranking of rows not in order. ``codes`` are ``idx`` mapped to keys."""
+        if idx.numel() and int(idx.max()) >= len(corpus):
+            raise InputFormatError(name, None, f"doc index {int(idx.max())} out of range for {len(corpus)} doc ids")
+        if idx.numel() and int(idx.min()) < -1:
+            row = int(torch.nonzero((idx < -1).any(1))[0])
+            raise InputFormatError(name, None, f"row {row}: doc index {int(idx[row].min())}; only -1 may mark a missing result")
+        answered = (idx >= 0).any(1)
         if not bool(answered.all()):
             if not bool(answered.any()):
                 raise InputFormatError(name, None, "no result in any row (every doc index is -1)")
             kept = torch.nonzero(answered).flatten()
-            idx, valid, scores = idx[kept], valid[kept], scores[kept]
+            codes, ranked_scores = codes[kept], ranked_scores[kept]
             qids = qids.take(arrow_indices(kept.cpu().numpy()))
-        codes = torch.where(valid, key_t[idx.clamp(min=0)], torch.full_like(idx, -1))
-        if torch.isnan(scores).any():
+        if torch.isnan(ranked_scores).any():
             raise InputFormatError(name, None, "scores contain NaN")
-        _check_no_duplicates(codes, qids, space, name, None, None)
-        ranked_scores = scores.clone()  # the caller's tensor is left as it is
+        _check_no_duplicates(codes, qids, corpus.space, name, None, None)
         rank_rows_inplace(codes, ranked_scores)
-        return cls(qids, space, codes, ranked_scores, name)
+        return cls(qids, corpus.space, codes, ranked_scores, name)
 
     @classmethod
     @sized_threads(lambda cls, q_codes, q_vocab, d_codes, *rest: len(d_codes))  # one thread on small inputs
@@ -318,10 +374,16 @@ class Run:
 
     @property
     def scores(self) -> torch.Tensor:
-        """(Q, K) scores aligned with :attr:`doc_codes` (padded on demand, as it is)."""
+        """(Q, K) scores aligned with :attr:`doc_codes` (padded on demand, as it
+        is; after :meth:`to`, copied to the device on first read)."""
         if self.blocks is None:
-            return self._scores
+            return _scores_on_codes_device(self, "_scores", self._doc_codes)
         return self._padded(lambda b: b.scores, 0)
+
+    @property
+    def score_dtype(self) -> torch.dtype:
+        """dtype of :attr:`scores`, without copying them to the device."""
+        return self.row_blocks()[0].score_dtype
 
     def _padded(self, part, fill) -> torch.Tensor:
         first = part(self.blocks[0])
@@ -354,10 +416,15 @@ class Run:
         return out
 
     def to(self, device: DeviceLike) -> "Run":
-        """A copy on ``device`` (explicit; evaluation never moves a run silently)."""
+        """A copy on ``device`` (explicit; evaluation never moves a run silently).
+
+        Doc keys are copied now; scores held on the CPU when first read
+        (:attr:`scores`): evaluating in the stored precision never reads
+        them. Scores on a device are copied now (the copy frees it).
+        """
         dev = resolve_device(device)
         if self.blocks is None:
-            return Run(self.query_ids, self.doc_space, self._doc_codes.to(dev), self._scores.to(dev), self.name)
+            return Run(self.query_ids, self.doc_space, self._doc_codes.to(dev), _deferred(self._scores, dev), self.name)
         return Run.from_blocks(self.query_ids, self.doc_space, [b.to(dev) for b in self.blocks], self.name)
 
     def query_id_list(self) -> list[str]:
@@ -567,10 +634,35 @@ def unranked_rows(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
 def ranking_permutation(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
     """Per row, the permutation into ranking order: score descending, ties by
     key (docno) descending, padding last. Two stable sorts: by key, then by score."""
-    by_key = torch.sort(codes, dim=1, descending=True, stable=True).indices
-    keyed = scores.gather(1, by_key).masked_fill(codes.gather(1, by_key) < 0, -torch.inf)
+    return _permutation_after_key_sort(scores, *torch.sort(codes, dim=1, descending=True, stable=True))
+
+
+def _permutation_after_key_sort(scores: torch.Tensor, keys: torch.Tensor, by_key: torch.Tensor) -> torch.Tensor:
+    """:func:`ranking_permutation` given the rows' keys sorted descending (stable) and that sort's indices."""
+    keyed = scores.gather(1, by_key).masked_fill(keys < 0, -torch.inf)
     by_score = torch.sort(keyed, dim=1, descending=True, stable=True).indices
     return by_key.gather(1, by_score)
+
+
+def _syncs_are_cheap(device: torch.device) -> bool:
+    """On the CPU a host read of a tensor costs nothing special (no device sync)."""
+    return device.type == "cpu"
+
+
+def _rank_rows_flagging_repeats(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """Every row put in ranking order in place, with no host sync (fixed
+    shapes: all rows are permuted, not just those out of order); returns a
+    0-dim bool tensor, whether some row holds a document twice (found on the
+    key sort the ranking does anyway)."""
+    repeated = torch.zeros((), dtype=torch.bool, device=codes.device)
+    for rows in row_slices(*codes.shape):
+        c, s = codes[rows], scores[rows]
+        keys, by_key = torch.sort(c, dim=1, descending=True, stable=True)
+        repeated |= ((keys[:, 1:] == keys[:, :-1]) & (keys[:, 1:] >= 0)).any()
+        perm = _permutation_after_key_sort(s, keys, by_key)
+        c.copy_(c.gather(1, perm))
+        s.copy_(s.gather(1, perm))
+    return repeated
 
 
 def rank_rows_inplace(codes: torch.Tensor, scores: torch.Tensor) -> None:
@@ -630,22 +722,6 @@ def _sort_rows(codes: torch.Tensor, scores: torch.Tensor) -> tuple[torch.Tensor,
     """Sort each row by doc code descending (stable; padding -1 goes last)."""
     sorted_codes, perm = torch.sort(codes, dim=1, descending=True, stable=True)
     return sorted_codes, scores.gather(1, perm), perm
-
-
-def _corpus_keys(corpus: pa.Array, name: str) -> tuple[DocSpace, np.ndarray]:
-    """Doc space and the key of each corpus position (duplicate ids are an error)."""
-    packed = pack_ids(corpus)
-    if packed is not None:
-        if len(sorted_distinct(packed)) != len(packed):
-            raise InputFormatError(name, None, "doc_ids contains duplicates")
-        return PackedIds(), packed
-    order = numpy_values(pc.sort_indices(corpus))
-    vocab = corpus.take(arrow_indices(order))
-    if len(vocab) > 1 and pc.any(pc.equal(vocab[1:], vocab[:-1])).as_py():
-        raise InputFormatError(name, None, "doc_ids contains duplicates")
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order), dtype=np.int64)
-    return Vocabulary(vocab), rank
 
 
 def _check_no_duplicates(

@@ -57,10 +57,11 @@ DTYPE_NAMES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16,
 }
 STORAGE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-# Per score element of a block: the fp32 score (4), a low-precision matmul
-# result on CUDA (2), block_topk's int32 tie key (4) and bool comparison (1),
-# rounded up (L2 works in place on the fp32 block).
-BYTES_PER_SCORE = 12
+# Per score element of a block, at most: the matmul result, selected from
+# in its own dtype (fp32: 4; bf16/fp16 on CUDA: 2), block_topk's bool
+# comparison (1) and tie key (int16: 2; int32 when k is too large for tie
+# groups: 4). L2 works in place on the fp32 block.
+BYTES_PER_SCORE = 9
 # Rows per step when computing squared norms, to bound the fp32 temporary.
 NORM_ROWS = 65536
 # How far a loaded cosine vector's norm may be from 1: the rounding of a unit
@@ -223,13 +224,15 @@ class ExactIndex(SearchIndex):
             for q_start in range(0, queries.shape[0], plan.query_batch):
                 rows = slice(q_start, q_start + plan.query_batch)
                 with ieee_fp32_matmul():
-                    block = torch.matmul(rounded_queries[rows], chunk.T).float()
+                    block = torch.matmul(rounded_queries[rows], chunk.T)
                 if sq_norms is not None:
                     block.mul_(2).sub_(sq_norms).sub_(query_sq_norms[rows, None])
                     block.clamp_(max=0.0)
+                # Selected in the matmul's dtype: the k values upcast are the
+                # fp32 block's, without a (B, n) fp32 copy.
                 values, positions = block_topk(block, k)
                 best_scores[rows], best_positions[rows] = merge_topk(
-                    best_scores[rows], best_positions[rows], values, positions + doc_start
+                    best_scores[rows], best_positions[rows], values.float(), positions + doc_start
                 )
         return best_scores, best_positions
 

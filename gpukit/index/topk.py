@@ -6,9 +6,11 @@ tied elements it keeps at the k-th boundary nor their order, so:
 
 * :func:`block_topk` keeps the elements strictly above the k-th score (all of
   them are in ``torch.topk``'s result) and fills the remaining slots with the
-  tied columns of smallest index, found by a second top-k over a tie key —
-  fixed shapes, no full sort, no host synchronisation, whatever the share of
-  tied rows (low-precision scores tie across the cut in most rows);
+  tied columns of smallest index, found by a second top-k over an int16 tie
+  key (per group of columns) — fixed shapes, no full sort, no host
+  synchronisation, whatever the share of tied rows (low-precision scores tie
+  across the cut in most rows). It works in the block's dtype, so a bf16
+  matmul result is selected from without an fp32 copy;
 * :func:`sort_by_score_then_index` orders candidates with two stable sorts
   (index ascending, then score descending), which keeps the index order among
   equal scores.
@@ -34,13 +36,20 @@ def sort_by_score_then_index(
     return scores, indices.gather(1, by_score)
 
 
+#: Columns per group of the tie search: a tied column's key within its group
+#: (``TIE_GROUP - 1 - offset``) fits int16, half the traffic of an int32 key.
+TIE_GROUP = 1 << 15
+
+
 def block_topk(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Top-``min(k, n)`` per row of a ``(B, n)`` block, ties at the boundary
     resolved toward smaller column positions. Order within the result is
     unspecified (callers merge with :func:`sort_by_score_then_index`).
 
-    Temporaries beyond the block: one (B, n) int32 (int64 past 2^31 columns)
-    tie key and one (B, n) bool comparison; the rest is (B, k).
+    Works in the block's own dtype (a bf16/fp16 matmul result is not upcast:
+    the selected values are the same numbers). Temporaries beyond the block:
+    one (B, n) bool comparison and one (B, n) int16 tie key; the rest is
+    (B, k) or, for wide blocks, (B, n / TIE_GROUP * k).
     """
     rows, n = scores.shape
     k = min(k, n)
@@ -49,16 +58,47 @@ def block_topk(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     values, positions = torch.topk(scores, k, dim=1, sorted=True)
     kth = values[:, -1:]
     n_above = (values > kth).sum(1, keepdim=True)
-    key_dtype = torch.int32 if n < 2**31 - 1 else torch.int64
-    # N - column on tied entries, 0 elsewhere: the largest keys are the tied
-    # columns of smallest index.
-    columns = torch.arange(n, 0, -1, device=scores.device, dtype=key_dtype)
-    tie_key = torch.where(scores == kth, columns, torch.zeros((), dtype=key_dtype, device=scores.device))
-    tied = n - torch.topk(tie_key, k, dim=1, sorted=True).values.to(torch.int64)  # ascending columns
+    tied = _first_tied_columns(scores == kth, k)  # ascending columns
     slot = torch.arange(k, device=scores.device)
     from_ties = tied.gather(1, (slot - n_above).clamp(min=0))
     chosen = torch.where(slot < n_above, positions, from_ties)
     return scores.gather(1, chosen), chosen
+
+
+def _first_tied_columns(tied: torch.Tensor, k: int) -> torch.Tensor:
+    """(B, k) int64: per row of the (B, n) bool ``tied``, its first ``k`` True
+    columns, ascending (entries past a row's count of True are unspecified).
+
+    A top-k over a tie key, ``key(column) = large - column`` where tied and
+    below every such key elsewhere, picks the smallest tied columns; keys are
+    distinct among tied columns, so no tie is left to torch.topk. The key is
+    int16 within groups of :data:`TIE_GROUP` columns (top-k per group, then
+    the k smallest of the groups' candidate columns), or int32/int64 over the
+    whole row when k is too large for groups to narrow the search.
+    """
+    rows, n = tied.shape
+    device = tied.device
+    if n < TIE_GROUP or 8 * k > TIE_GROUP:
+        key_dtype = torch.int16 if n < TIE_GROUP else torch.int32 if n < 2**31 - 1 else torch.int64
+        columns = torch.arange(n, 0, -1, device=device, dtype=key_dtype)  # n - column, > 0
+        key = torch.where(tied, columns, torch.zeros((), dtype=key_dtype, device=device))
+        return n - torch.topk(key, k, dim=1, sorted=True).values.to(torch.int64)
+    offsets = torch.arange(TIE_GROUP - 1, -1, -1, device=device, dtype=torch.int16)  # TIE_GROUP - 1 - offset
+    not_tied = torch.full((), -1, dtype=torch.int16, device=device)
+    full = n // TIE_GROUP * TIE_GROUP
+    parts = [(0, tied[:, :full].view(rows, -1, TIE_GROUP))]  # n >= TIE_GROUP here
+    if full < n:
+        parts.append((full, tied[:, None, full:]))
+    candidates = []
+    for start, part in parts:
+        key = torch.where(part, offsets[: part.shape[2]], not_tied)
+        best = torch.topk(key, min(k, part.shape[2]), dim=2, sorted=False).values.to(torch.int64)
+        group_start = start + TIE_GROUP * torch.arange(part.shape[1], device=device)[:, None]
+        # Column of each candidate; non-tied candidates (key -1) sort last.
+        column = group_start + (TIE_GROUP - 1) - best
+        candidates.append(torch.where(best >= 0, column, n).flatten(1))
+    pool = torch.cat(candidates, dim=1)
+    return torch.topk(pool, min(k, pool.shape[1]), dim=1, largest=False, sorted=True).values
 
 
 def merge_topk(
