@@ -5,7 +5,7 @@ trec_eval's ``all_trec`` set, each in a fresh worker process, timed from
 the files to the per-query values (imports reported apart):
 
 * gpukit       ``gpukit trec_eval -q -m all_trec QRELS RUN`` in-process
-               (``gpukit.trec_eval_compat.run_trec_eval``, output to a buffer);
+               (``gpukit.trec_eval.run_trec_eval``, output to a buffer);
 * pytrec_eval  files parsed into dicts (its own ``parse_qrel`` / ``parse_run``)
                + ``RelevanceEvaluator(qrels, {"all_trec"}).evaluate(run)``.
 
@@ -40,7 +40,7 @@ sys.path.insert(0, REPO)  # this checkout's gpukit, whatever is installed
 
 def _worker_gpukit(qrels: str, run: str, repeats: int) -> dict:
     t = time.perf_counter()
-    from gpukit.trec_eval_compat import run_trec_eval
+    from gpukit.trec_eval import run_trec_eval
 
     import_s = time.perf_counter() - t
     times, text = [], ""

@@ -215,7 +215,8 @@ def parser_comparison(run_path, repeats):
 
     from gpukit.data.doc_space import doc_keys
     from gpukit.data.run import _TREC_RUN_COLUMNS
-    from gpukit.data.text_table import read_table, string_codes
+    from gpukit.data.string_coding import string_codes
+    from gpukit.data.text_table import read_table
 
     def arrow_read():
         return read_table(run_path, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)

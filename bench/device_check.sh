@@ -25,6 +25,8 @@
 #   streaming  bench/compare_streaming.py --device (torchmetrics etc. if present)
 #   stats_ranx bench/compare_stats_ranx.py --device (ranx if present)
 #   ivf        gpukit bench with faiss IVF on the GPU (only with faiss-gpu)
+#   multi_gpu  bench/multi_gpu_check.py: embed-eval and sharded search on all
+#              visible GPUs vs one (only with more than one GPU)
 # A global budget (GPUKIT_CHECK_BUDGET, default 450 s) caps every stage's
 # timeout, so the whole run, packing included, stays under 8 minutes.
 set -u
@@ -126,6 +128,24 @@ else
         skip ivf "faiss with GPU support not installed"
     fi
 fi
+
+# ------------------------------------------ multi-GPU section (scale-out)
+# bench/multi_gpu_check.py under torchrun, one process per visible GPU:
+# gpukit embed-eval and sharded_search on N GPUs vs one, equality and
+# timing. Runs only when more than one GPU is visible (the dry run: two CPU
+# processes over gloo); otherwise one SKIPPED row says why.
+multi_gpu_section() {
+    local gpus
+    gpus=$("$PY" -c "import torch; print(torch.cuda.device_count())" 2> /dev/null) || gpus=0
+    if [ "$DRY" = 1 ]; then
+        stage multi_gpu 240 "$PY" bench/multi_gpu_check.py --out "$RESULTS" --nproc 2 --cpu-dry-run
+    elif [ "${gpus:-0}" -gt 1 ]; then
+        stage multi_gpu 240 "$PY" bench/multi_gpu_check.py --out "$RESULTS" --nproc "$gpus"
+    else
+        skip multi_gpu "${gpus:-0} GPU(s) visible; the multi-GPU section runs only with more than one"
+    fi
+}
+multi_gpu_section
 
 # --------------------------------------------------------- summary and pack
 echo

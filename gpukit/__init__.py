@@ -32,8 +32,10 @@ _LAZY: dict[str, str] = {
     "evaluate_judgment_groups": "gpukit.prefs_evaluation",
     "evaluate_prefs": "gpukit.prefs_evaluation",
     "get_convention": "gpukit.conventions",
+    "pairwise": "gpukit.pairwise",
     "parse_measure": "gpukit.measures",
     "parse_measures": "gpukit.measures",
+    "qrels_diff": "gpukit.qrels_diff",
     "sharded_search": "gpukit.pipelines",
 }
 
@@ -55,7 +57,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
-    from gpukit import datasets
+    from gpukit import datasets, pairwise, qrels_diff
     from gpukit.conventions import Convention, get_convention
     from gpukit.data import Qrels, Run
     from gpukit.diversity_evaluation import evaluate_diversity

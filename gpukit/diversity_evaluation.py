@@ -27,9 +27,8 @@ from gpukit.data.run import Run
 from gpukit.data.subtopic_qrels import SubtopicQrels
 from gpukit.device import DeviceLike
 from gpukit.diversity_ranking import form_subtopic_ranking
-from gpukit.evaluation import check_ranking_inputs, report_of
-from gpukit.measures import Measure, MeasureLike, parse_measures
-from gpukit.prefs_evaluation import _check_depth, _convention, _place
+from gpukit.evaluation import evaluate_formed
+from gpukit.measures import MeasureLike
 from gpukit.report import Report
 
 __all__ = ["NDEVAL_MEASURES", "evaluate_diversity"]
@@ -40,14 +39,6 @@ NDEVAL_MEASURES: tuple[str, ...] = tuple(
     + ["NRBP", "nNRBP", "AP_IA"]
     + [f"{f}@{k}" for f in ("P_IA", "StRecall") for k in (5, 10, 20)]
 )
-
-
-def _names(measures: Iterable[MeasureLike] | MeasureLike) -> list[MeasureLike]:
-    items = [measures] if isinstance(measures, (str, Measure)) else list(measures)
-    out: list[MeasureLike] = []
-    for item in items:
-        out.extend(NDEVAL_MEASURES if item == "ndeval" else [item])
-    return out
 
 
 def evaluate_diversity(
@@ -82,11 +73,8 @@ def evaluate_diversity(
             not state ``rel=`` (default 1; ndeval treats every grade >= 1 as 1).
         score_dtype: precision in which scores are compared for sorting.
     """
-    _check_depth(max_depth)
-    conv = _convention(convention, complete)
-    parsed = parse_measures(_names(measures), rel=relevance_level)
-    check_ranking_inputs(parsed, "subtopics")
-    run, target = _place(run, device)
-    ranking = form_subtopic_ranking(subtopic_qrels, run, complete=conv.complete, max_depth=max_depth,
-                                    score_dtype=score_dtype)
-    return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
+    return evaluate_formed(
+        lambda placed, complete_: form_subtopic_ranking(subtopic_qrels, placed, complete=complete_, max_depth=max_depth, score_dtype=score_dtype),
+        run, measures, "subtopics", nicknames={"ndeval": NDEVAL_MEASURES}, device=device, convention=convention,
+        complete=complete, max_depth=max_depth, relevance_level=relevance_level, score_dtype=score_dtype,
+    )

@@ -7,7 +7,7 @@ of a group come from one cumulative sum; every kernel works on the whole
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
 
@@ -15,7 +15,7 @@ from gpukit.conventions import Convention, get_convention
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.errors import MeasureError
+from gpukit.errors import GpukitError, MeasureError
 from gpukit.measures import Measure, MeasureLike, parse_measures
 from gpukit.ranking import RankedJudgments, RankingParts, form_ranking_parts
 from gpukit.report import MeasureResult, Report, describe_conventions
@@ -41,8 +41,13 @@ def check_ranking_inputs(measures: Sequence[Measure], provides: str) -> None:
 def compute_measures(ranking: RankedJudgments | RankingParts, measures: Sequence[Measure]) -> dict[Measure, tuple[torch.Tensor, torch.Tensor]]:
     """Per-query values and "defined" masks, each (T,), for every measure.
 
-    Measures that differ only in their cutoff share one kernel call (one
-    cumulative sum answers every cutoff of a group). A ranking in parts
+    One kernel call per (kernel, rel, gain, params), for all the cutoffs
+    asked of it (one cumulative sum answers every cutoff of a group), so
+    families that share a kernel share its call too: GMAP is AP per query,
+    GMBpref is bpref (only their aggregates differ). A kernel's result must
+    depend on the ranking, ``rel``, ``gain``, ``params`` and the cutoffs
+    only, never on which family asked (tests/test_kernel_sharing.py checks
+    every shared kernel). A ranking in parts
     (:class:`~gpukit.ranking.RankingParts`) is reduced part by part and each
     part's values are placed at its topics' positions: measures are
     per-topic, so this is exact.
@@ -51,13 +56,13 @@ def compute_measures(ranking: RankedJudgments | RankingParts, measures: Sequence
         return _compute_in_parts(ranking, measures)
     groups: dict[tuple, list[Measure]] = defaultdict(list)
     for m in measures:
-        groups[(m.family, m.rel, m.gain, m.params)].append(m)
+        groups[(m.spec.kernel, m.rel, m.gain, m.params)].append(m)
     out: dict[Measure, tuple[torch.Tensor, torch.Tensor]] = {}
     for members in groups.values():
-        cutoffs = [m.cutoff for m in members]
+        cutoffs = list(dict.fromkeys(m.cutoff for m in members))  # distinct, in order
         values, defined = members[0].spec.kernel(ranking, members[0], cutoffs)
-        for column, m in enumerate(members):
-            c = min(column, values.shape[1] - 1)  # cutoff-free families return one column
+        for m in members:
+            c = min(cutoffs.index(m.cutoff), values.shape[1] - 1)  # cutoff-free families return one column
             out[m] = (values[:, c], defined[:, c])
     return out
 
@@ -110,14 +115,10 @@ def evaluate(
         A :class:`~gpukit.report.Report` with per-query values, means, the
         evaluated and omitted counts, and the conventions of every measure.
     """
-    conv = convention if isinstance(convention, Convention) else get_convention(convention, complete)
-    if isinstance(convention, Convention) and complete is not None:
-        conv = Convention(conv.name, complete, conv.omit_undefined)
+    conv = resolve_convention(convention, complete)
     parsed = parse_measures(measures, rel=relevance_level)
     check_ranking_inputs(parsed, "qrels")
-    target = run.device if device is None else resolve_device(device)
-    if run.device != target:
-        run = run.to(target)
+    run, target = place_run(run, device)
     # Small rankings run with one intra-op thread (the pool costs more than it
     # saves on them); the caller's count is back when this returns or raises.
     # In parts of similar depth: memory bounded by the input, however lopsided.
@@ -125,6 +126,57 @@ def evaluate(
     with threads_for(work, target):
         ranking = form_ranking_parts(qrels, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
         return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
+
+
+def resolve_convention(convention: str | Convention, complete: bool | None) -> Convention:
+    """The convention named (or given); ``complete``, when set, overrides its topic set."""
+    if isinstance(convention, Convention):
+        return convention if complete is None else Convention(convention.name, complete, convention.omit_undefined)
+    return get_convention(convention, complete)
+
+
+def place_run(run: Run, device: DeviceLike) -> tuple[Run, torch.device]:
+    """The run on ``device`` (``None``: where it is; copied once otherwise) and that device."""
+    target = run.device if device is None else resolve_device(device)
+    return (run if run.device == target else run.to(target)), target
+
+
+def expand_nicknames(measures: Iterable[MeasureLike] | MeasureLike, expansions: Mapping[str, Sequence[str]]) -> list[MeasureLike]:
+    """Measures with each nickname (``"all_prefs"``, ``"ndeval"``...) replaced by its measures, in order."""
+    items = [measures] if isinstance(measures, (str, Measure)) else list(measures)
+    out: list[MeasureLike] = []
+    for item in items:
+        out.extend(expansions[item] if isinstance(item, str) and item in expansions else [item])
+    return out
+
+
+def evaluate_formed(
+    form: Callable[[Run, bool], Any],
+    run: Run,
+    measures: Iterable[MeasureLike] | MeasureLike,
+    provides: str,
+    *,
+    nicknames: Mapping[str, Sequence[str]],
+    device: DeviceLike,
+    convention: str | Convention,
+    complete: bool | None,
+    max_depth: int | None,
+    relevance_level: int | None,
+    score_dtype: torch.dtype,
+) -> Report:
+    """The steps of an ``evaluate_*`` against judgments other than qrels
+    (``provides``: one of SEPARATE_INPUTS): check ``max_depth``, resolve the
+    convention, parse the measures (nicknames expanded), refuse measures that
+    need other judgments, place the run, ``form(run, complete)`` the
+    ranking, and build its report."""
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1):
+        raise GpukitError(f"max_depth must be a positive integer, got {max_depth!r}")
+    conv = resolve_convention(convention, complete)
+    parsed = parse_measures(expand_nicknames(measures, nicknames), rel=relevance_level)
+    check_ranking_inputs(parsed, provides)
+    run, target = place_run(run, device)
+    ranking = form(run, conv.complete)
+    return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
 
 
 def report_of(ranking, parsed: Sequence[Measure], conv: Convention, run_name: str, device: torch.device, *,

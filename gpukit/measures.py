@@ -77,6 +77,8 @@ class Measure:
             raise MeasureError(f"{fam.name} has no parameter {sorted(unknown)[0]!r}{_param_list(fam)}")
         normal = tuple((p.name, p.check(given.get(p.name, p.default))) for p in known)
         object.__setattr__(self, "params", normal)
+        if fam.validate is not None:
+            fam.validate(self)
 
     def __str__(self) -> str:
         fam = self.spec

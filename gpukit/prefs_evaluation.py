@@ -17,48 +17,24 @@ from typing import Iterable
 
 import torch
 
-from gpukit.conventions import Convention, get_convention
+from gpukit.conventions import Convention
 from gpukit.data.prefs import Prefs
 from gpukit.data.qrels_jg import JudgmentGroups
 from gpukit.data.run import Run
-from gpukit.device import DeviceLike, resolve_device
-from gpukit.errors import GpukitError
-from gpukit.evaluation import check_ranking_inputs, report_of
+from gpukit.device import DeviceLike
+from gpukit.evaluation import evaluate_formed
 from gpukit.families import families
-from gpukit.measures import Measure, MeasureLike, parse_measures
+from gpukit.measures import MeasureLike
 from gpukit.prefs_ranking import form_judgment_group_ranking, form_prefs_ranking
 from gpukit.report import Report
 
 __all__ = ["evaluate_judgment_groups", "evaluate_prefs"]
 
 
-def _names(measures: Iterable[MeasureLike] | MeasureLike, nicknames: tuple[str, ...]) -> list[MeasureLike]:
-    """Expand trec_eval's -m nickname of these families (``all_prefs``,
-    ``prefs``, ``qrels_jg``) to its measures, in trec_eval's order."""
-    items = [measures] if isinstance(measures, (str, Measure)) else list(measures)
-    out: list[MeasureLike] = []
-    for item in items:
-        if isinstance(item, str) and item in nicknames:
-            out.extend(f.trec[0].name for f in families() if item in f.trec_groups)
-        else:
-            out.append(item)
-    return out
-
-
-def _convention(convention: str | Convention, complete: bool | None) -> Convention:
-    if isinstance(convention, Convention):
-        return convention if complete is None else Convention(convention.name, complete, convention.omit_undefined)
-    return get_convention(convention, complete)
-
-
-def _place(run: Run, device: DeviceLike) -> tuple[Run, torch.device]:
-    target = run.device if device is None else resolve_device(device)
-    return (run if run.device == target else run.to(target)), target
-
-
-def _check_depth(max_depth: int | None) -> None:
-    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1):
-        raise GpukitError(f"max_depth must be a positive integer, got {max_depth!r}")
+def _nicknames(*names: str) -> dict[str, list[str]]:
+    """trec_eval's -m nicknames of these families (``all_prefs``, ``prefs``,
+    ``qrels_jg``) and their measures, in trec_eval's order."""
+    return {name: [f.trec[0].name for f in families() if name in f.trec_groups] for name in names}
 
 
 def evaluate_prefs(
@@ -87,13 +63,11 @@ def evaluate_prefs(
         complete: also score preference queries the run lacks (``-c``).
         max_depth: only the top ``max_depth`` documents count (``-M``).
     """
-    _check_depth(max_depth)
-    conv = _convention(convention, complete)
-    parsed = parse_measures(_names(measures, ("all_prefs", "prefs")))
-    check_ranking_inputs(parsed, "prefs")
-    run, target = _place(run, device)
-    ranking = form_prefs_ranking(prefs, run, complete=conv.complete, max_depth=max_depth)
-    return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=torch.float64)
+    return evaluate_formed(
+        lambda placed, complete_: form_prefs_ranking(prefs, placed, complete=complete_, max_depth=max_depth),
+        run, measures, "prefs", nicknames=_nicknames("all_prefs", "prefs"), device=device, convention=convention,
+        complete=complete, max_depth=max_depth, relevance_level=None, score_dtype=torch.float64,
+    )
 
 
 def evaluate_judgment_groups(
@@ -120,10 +94,8 @@ def evaluate_judgment_groups(
         Other arguments as :func:`evaluate_prefs`; ties are broken by docno
         descending here, as in trec_eval's other measures.
     """
-    _check_depth(max_depth)
-    conv = _convention(convention, complete)
-    parsed = parse_measures(_names(measures, ("qrels_jg",)), rel=relevance_level)
-    check_ranking_inputs(parsed, "judgment_groups")
-    run, target = _place(run, device)
-    ranking = form_judgment_group_ranking(groups, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
-    return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
+    return evaluate_formed(
+        lambda placed, complete_: form_judgment_group_ranking(groups, placed, complete=complete_, max_depth=max_depth, score_dtype=score_dtype),
+        run, measures, "judgment_groups", nicknames=_nicknames("qrels_jg"), device=device, convention=convention,
+        complete=complete, max_depth=max_depth, relevance_level=relevance_level, score_dtype=score_dtype,
+    )

@@ -16,10 +16,11 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from gpukit.data.doc_space import Vocabulary, byte_order_keys, sorted_distinct, translate_keys
+from gpukit.data.doc_space import Vocabulary, sorted_distinct, translate_keys
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run, length_classes, lopsided, ranking_permutation, row_slices, unranked_rows
-from gpukit.data.text_table import _key_width, _string_chunks, arrow_indices, lookup_codes
+from gpukit.data.arrow_numpy import arrow_indices, string_chunks
+from gpukit.data.string_coding import byte_order_keys, key_width, lookup_codes
 from gpukit.errors import InputFormatError, UsageError
 from gpukit.metrics.binary import row_counts
 
@@ -358,11 +359,11 @@ class _GradeJoin:
                 lambda: _join_structures(qrels.query_codes, qrels.doc_codes, qrels.grades, topics, qrels.doc_space.bound, device),
             )
         else:
-            judged_keys = translate_keys(qrels.doc_codes, qrels.doc_space, run.doc_space)
-            keep = judged_keys >= 0
-            # Keys keep the ids' byte order, so they stay sorted within a query like the qrels' codes.
-            structures = _join_structures(
-                qrels.query_codes[keep], judged_keys[keep], qrels.grades[keep], topics, run.doc_space.bound, device
+            # The judged docs in the run's key space: built once per space (runs
+            # of one collection usually share it: same bytes at each position).
+            structures = qrels.derived(
+                ("join", str(device), topics.tobytes(), run.doc_space),
+                lambda: _translated_join_structures(qrels, run.doc_space, topics, device),
             )
         self.table, self.pairs = structures
 
@@ -433,6 +434,15 @@ def _join_structures(
     return None, pairs
 
 
+def _translated_join_structures(qrels: Qrels, space, topics: np.ndarray, device: torch.device):
+    """:func:`_join_structures` of the judgments with their docs expressed in
+    ``space`` (a run's); docs ``space`` cannot hold are dropped (no run of it ranks them)."""
+    judged_keys = translate_keys(qrels.doc_codes, qrels.doc_space, space)
+    keep = judged_keys >= 0
+    # Keys keep the ids' byte order, so they stay sorted within a query like the qrels' codes.
+    return _join_structures(qrels.query_codes[keep], judged_keys[keep], qrels.grades[keep], topics, space.bound, device)
+
+
 def _keys_in_qrels_space(qrels: Qrels, ids: pa.Array) -> np.ndarray:
     """int64 key of each of ``ids`` in the qrels' doc space; -1 where none (never judged).
 
@@ -442,8 +452,8 @@ def _keys_in_qrels_space(qrels: Qrels, ids: pa.Array) -> np.ndarray:
     space = qrels.doc_space
     if not isinstance(space, Vocabulary):
         return space.keys_of(ids)
-    qrels_width = qrels.derived(("key_width",), lambda: _key_width(_string_chunks(space.ids)))
-    run_width = _key_width(_string_chunks(ids))
+    qrels_width = qrels.derived(("key_width",), lambda: key_width(string_chunks(space.ids)))
+    run_width = key_width(string_chunks(ids))
     if qrels_width is None or run_width is None:
         return space.keys_of(ids)
     width = max(qrels_width, run_width)

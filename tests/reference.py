@@ -344,3 +344,5 @@ import reference_user_models  # noqa: E402,F401
 import reference_prefs  # noqa: E402,F401
 import reference_evidence  # noqa: E402,F401
 import reference_diversity  # noqa: E402,F401
+import reference_compat  # noqa: E402,F401
+import reference_cwl  # noqa: E402,F401

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from gpukit.data.text_table import arrow_indices, numpy_values
+from gpukit.data.arrow_numpy import arrow_indices, numpy_values
 
 DATA = Path(__file__).parent / "data"
 

@@ -51,6 +51,8 @@ def _concrete(proto):
             args = {} if rel is None else {"rel": rel}
             if c is not None:
                 args["recall" if "recall" in params else "cutoff"] = c
+            if repr(params.get("max_rel")) == "REQUIRED":  # cwl_eval's gain scale (SDCG, INST, ...)
+                args["max_rel"] = 3
             out.append(ir_measures.measures.registry[base](**args))
     return out
 
@@ -59,8 +61,10 @@ def test_declared_measures_come_from_the_registry():
     provider = GpukitProvider()
     declared = {p.NAME for p in provider.SUPPORTED_MEASURES}
     assert {"nDCG", "AP", "P", "R", "RR", "Rprec", "Bpref", "Success", "ERR", "RBP", "SetF", "infAP", "NumRet"} <= declared
-    # Defined differently: Judged@k (ir_measures divides by min(k, |ranking|)); IPrec (trec_eval 9 vs 10 rounding).
-    assert not declared & {"Judged", "IPrec"}
+    assert {"SDCG", "NERR8", "NERR9", "NERR10", "NERR11", "INST", "INSQ", "BPM"} <= declared  # cwl_eval's, with max_rel
+    # Defined differently: Judged@k (ir_measures divides by min(k, |ranking|)); IPrec (trec_eval 9 vs 10
+    # rounding); Compat (the compat provider's tie orders, tests/test_ir_measures_compat.py).
+    assert not declared & {"Judged", "IPrec", "Compat"}
     assert not provider.supports(ir_measures.parse_measure("P(judged_only=True)@5"))
     assert not provider.supports(ir_measures.parse_measure("alpha_nDCG@10"))
     assert str(to_gpukit(ir_measures.parse_measure("NumRet(rel=2)"))) == "NumRelRet(rel=2)"

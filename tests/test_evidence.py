@@ -112,21 +112,32 @@ def _random_case(seed: int):
 NAMES = ["Hole@1", "Hole@5", "Hole@20", "RCap@3", "Complete@5", "APCap@4"]
 
 
-@pytest.mark.parametrize("layout", ["packed", "vocabulary", "packed run, vocabulary qrels"])
+@pytest.mark.parametrize("layout", ["packed", "vocabulary", "radix run, vocabulary qrels", "packed run, vocabulary qrels", "packed run, radix qrels"])
 @pytest.mark.parametrize("seed", range(4))
 def test_hole_in_every_doc_key_join_matches_the_reference(layout, seed):
     qrels, run = _random_case(seed)
-    if layout == "packed run, vocabulary qrels":
-        qrels["q0"]["a_very_long_document_id"] = 0  # > 8 bytes: the qrels keep a vocabulary
+    if layout.startswith("packed run"):
+        qrels["q0"]["a_very_long_document_id"] = 0  # > 8 bytes: the qrels keep radix keys or a vocabulary
     expected = reference_evaluate(qrels, run, NAMES, convention="gpukit", max_depth=None)
     if layout == "vocabulary":
-        with mock.patch.object(doc_space, "pack_ids", lambda column: None):
+        with mock.patch.object(doc_space, "pack_ids", lambda column: None), mock.patch.object(doc_space, "radix_keys", lambda column: None):
             built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
+        assert isinstance(built.doc_space, doc_space.Vocabulary)
+    elif layout == "radix run, vocabulary qrels":
+        with mock.patch.object(doc_space, "pack_ids", lambda column: None):
+            built = gpukit.Run.from_dict(run)
+            with mock.patch.object(doc_space, "radix_keys", lambda column: None):
+                judged = gpukit.Qrels.from_dict(qrels)
+        assert isinstance(built.doc_space, doc_space.RadixIds) and isinstance(judged.doc_space, doc_space.Vocabulary)
+    elif layout == "packed run, vocabulary qrels":
+        built = gpukit.Run.from_dict(run)
+        with mock.patch.object(doc_space, "radix_keys", lambda column: None):
+            judged = gpukit.Qrels.from_dict(qrels)
+        assert isinstance(judged.doc_space, doc_space.Vocabulary) and isinstance(built.doc_space, doc_space.PackedIds)
     else:
         built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
-    if layout == "packed run, vocabulary qrels":
-        assert isinstance(judged.doc_space, doc_space.Vocabulary)
-        assert not isinstance(built.doc_space, doc_space.Vocabulary)
+    if layout == "packed run, radix qrels":
+        assert isinstance(judged.doc_space, doc_space.RadixIds) and isinstance(built.doc_space, doc_space.PackedIds)
     report = gpukit.evaluate(judged, built, NAMES, max_depth=None)
     for name in NAMES:
         got = dict(zip(report.query_ids, report[name].per_query.tolist()))
@@ -140,6 +151,33 @@ def test_hole_in_every_doc_key_join_matches_the_reference(layout, seed):
 def test_hole_refused_by_the_streaming_evaluator():
     with pytest.raises(GpukitError, match="annotated corpus"):
         gpukit.RetrievalEvaluator(["Hole@10"])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mteb_package_recall_cap_and_hole_per_query(seed):
+    """MTEB's own ``recall_cap`` and ``hole`` (mteb/_evaluators/retrieval_metrics.py, the same
+    definitions as BEIR's, ranking ties by doc id descending as gpukit), per query, where mteb is
+    installed: score ties, negative grades, R = 0 queries (MTEB: None, gpukit: omitted), k past
+    the ranking, documents judged only for another query."""
+    metrics = pytest.importorskip("mteb._evaluators.retrieval_metrics")
+    qrels, run = _random_case(seed)
+    run = {q: docs for q, docs in run.items() if docs}  # MTEB reads qrels[q] for every run query
+    ks = [1, 2, 5, 20]
+    cap, hole = metrics.recall_cap(qrels, run, ks), metrics.hole(qrels, run, ks)
+    names = [f"RCap@{k}" for k in ks] + [f"Hole@{k}" for k in ks]
+    report = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict(run), names, complete=False)
+    compared = 0
+    for k in ks:
+        for name, theirs in ((f"RCap@{k}", cap[f"R_cap_at_{k}"]), (f"Hole@{k}", hole[f"Hole_at_{k}"])):
+            got = dict(zip(report.query_ids, report[name].per_query.tolist()))
+            assert len(theirs) == len(run)
+            for q, want in zip(run, theirs):
+                if want is None:
+                    assert got[q] != got[q], (name, q)  # R = 0: omitted (NaN) under gpukit's convention
+                else:
+                    assert got[q] == pytest.approx(want, abs=1e-12), (name, q)
+                    compared += 1
+    assert compared > 20
 
 
 @pytest.mark.parametrize("seed", range(5))

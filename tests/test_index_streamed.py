@@ -82,3 +82,27 @@ def test_too_small_a_budget_or_a_wrong_file_is_refused(tmp_path: Path):
         HostStreamedIndex(tmp_path / "c.npy", dtype="fp16", device="cpu", max_memory=SMALL, chunk_size=50, query_batch_size=200).search(torch.ones(200, 8), 5)
     with pytest.raises(IndexUsageError, match="write_vectors"):
         HostStreamedIndex(tmp_path / "c.npy", dtype="fp16", device="cpu").add(torch.ones(1, 8))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_measured_device_memory_stays_within_the_budget(tmp_path: Path):
+    """The allocator's peak during a search, not only the planner's sum, stays
+    within ``max_memory`` (over what was allocated before: the queries)."""
+    corpus = torch.randn(200_000, 64, generator=torch.Generator().manual_seed(2))
+    write_vectors(tmp_path / "c.npy", corpus, "fp16")
+    budget = 8 * 2**20  # 8 MiB for a 24 MiB fp16 corpus: many blocks
+    index = HostStreamedIndex(tmp_path / "c.npy", dtype="fp16", device="cuda", max_memory=budget)
+    queries = torch.randn(256, 64, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    scores, positions = index.search(queries, 10)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - before
+    assert index.last_plan.corpus_chunk < 200_000
+    assert peak <= budget, (peak, budget, index.device_bytes(256, 10))
+    exact = ExactIndex(64, dtype="fp16", device="cuda", chunk_size=index.last_plan.corpus_chunk, query_batch_size=index.last_plan.query_batch)
+    exact.add(corpus)
+    ref_scores, ref_positions = exact.search(queries, 10)
+    assert torch.equal(positions, ref_positions) and torch.equal(scores, ref_scores)

@@ -21,6 +21,7 @@ import torch
 
 import gpukit
 import gpukit.data.run as run_mod
+import gpukit.data.string_coding as sc
 import gpukit.data.text_table as tt
 import gpukit.ranking as ranking
 from gpukit.data.qrels import _stable_order
@@ -294,13 +295,16 @@ STRING_CASES = {
 }
 
 
-@pytest.fixture(params=["default", "tiny-slices"])
+@pytest.fixture(params=["python-sort", "default", "tiny-slices"])
 def slices(request, monkeypatch):
-    """Also run with slices of a few rows, so every slice boundary is crossed."""
+    """The Python sort of small columns, the sort-key path, and the latter with
+    slices of a few rows, so every slice boundary is crossed."""
+    if request.param != "python-sort":
+        monkeypatch.setattr(sc, "_SMALL_CODES", 0)  # these columns are small: force the sort-key path
     if request.param == "tiny-slices":
-        monkeypatch.setattr(tt, "_SLICE_ROWS", 3)
-        monkeypatch.setattr(tt, "_SCAN_ROWS", 5)
-        monkeypatch.setattr(tt, "_CACHE_BYTES", 0)
+        monkeypatch.setattr(sc, "_SLICE_ROWS", 3)
+        monkeypatch.setattr(sc, "_SCAN_ROWS", 5)
+        monkeypatch.setattr(sc, "_CACHE_BYTES", 0)
     return request.param
 
 
@@ -310,7 +314,7 @@ def test_string_codes_match_python(case, kind, slices):
     rng = random.Random(zlib.crc32(f"{case}/{kind}".encode()))
     for n in (1, 2, 7, 300):
         strings = STRING_CASES[case](rng, n)
-        codes, vocab = tt.string_codes(as_column(strings, rng, kind))
+        codes, vocab = sc.string_codes(as_column(strings, rng, kind))
         want_codes, want_vocab = reference_codes(strings)
         assert vocab.type == pa.string() and vocab.to_pylist() == want_vocab
         assert codes.tolist() == want_codes
@@ -319,32 +323,34 @@ def test_string_codes_match_python(case, kind, slices):
 def test_string_codes_over_several_sort_passes(monkeypatch, slices):
     # Tiny key capacities force the multi-pass path (rank of the previous pass
     # as the high digits of the next one) on every case.
-    monkeypatch.setattr(tt, "_MAX_SORT_PASSES", 12)
-    monkeypatch.setattr(tt, "_pass_capacities", lambda rowbits: [9] + [rowbits + 9] * 11)
+    monkeypatch.setattr(sc, "_SMALL_CODES", 0)
+    monkeypatch.setattr(sc, "_MAX_SORT_PASSES", 12)
+    monkeypatch.setattr(sc, "_pass_capacities", lambda rowbits: [9] + [rowbits + 9] * 11)
     rng = random.Random(5)
     passes = []
     for case in ("digits", "unicode", "hex", "empty"):
         for n in (2, 50, 400):
             strings = STRING_CASES[case](rng, n)
-            chunks = tt._string_chunks(pa.array(strings, pa.string()))
-            plan = tt._plan_keys([chunks], tt._pass_capacities(max(1, (n - 1).bit_length())))
+            chunks = sc.string_chunks(pa.array(strings, pa.string()))
+            plan = sc._plan_keys([chunks], sc._pass_capacities(max(1, (n - 1).bit_length())))
             passes.append(len(plan.segments) if plan else 0)
-            codes, vocab = tt.string_codes(pa.array(strings, pa.string()))
+            codes, vocab = sc.string_codes(pa.array(strings, pa.string()))
             assert (codes.tolist(), vocab.to_pylist()) == reference_codes(strings)
     assert max(passes) >= 3
 
 
 def test_string_codes_fallback_when_keys_do_not_fit(monkeypatch):
-    monkeypatch.setattr(tt, "_MAX_SORT_PASSES", 1)
-    monkeypatch.setattr(tt, "_pass_capacities", lambda rowbits: [8])
+    monkeypatch.setattr(sc, "_SMALL_CODES", 0)
+    monkeypatch.setattr(sc, "_MAX_SORT_PASSES", 1)
+    monkeypatch.setattr(sc, "_pass_capacities", lambda rowbits: [8])
     strings = STRING_CASES["hex"](random.Random(1), 200)
-    codes, vocab = tt.string_codes(pa.array(strings, pa.string()))
+    codes, vocab = sc.string_codes(pa.array(strings, pa.string()))
     assert (codes.tolist(), vocab.to_pylist()) == reference_codes(strings)
 
 
 def test_string_codes_reject_nulls():
     with pytest.raises(ValueError, match="null"):
-        tt.string_codes(pa.array(["a", None], pa.string()))
+        sc.string_codes(pa.array(["a", None], pa.string()))
 
 
 @pytest.mark.parametrize("case", ["digits", "unicode", "hex", "nul", "long"])
@@ -352,10 +358,10 @@ def test_lookup_codes(case, slices):
     rng = random.Random(len(case))
     vocab_list = byte_sorted(STRING_CASES[case](rng, 200))
     probes = [rng.choice(vocab_list) for _ in range(50)] + STRING_CASES[case](rng, 50) + ["not-there", ""]
-    got = tt.lookup_codes(pa.array(probes, pa.string()), pa.array(vocab_list, pa.string()))
+    got = sc.lookup_codes(pa.array(probes, pa.string()), pa.array(vocab_list, pa.string()))
     index = {v: i for i, v in enumerate(vocab_list)}
     assert got.tolist() == [index.get(p, -1) for p in probes]
-    assert tt.lookup_codes(pa.array([], pa.string()), pa.array(vocab_list, pa.string())).tolist() == []
+    assert sc.lookup_codes(pa.array([], pa.string()), pa.array(vocab_list, pa.string())).tolist() == []
 
 
 def test_stable_order_matches_argsort_both_paths():
@@ -423,3 +429,16 @@ def test_ranking_matches_trec_eval_tie_order_through_files(tmp_path):
     ranked = ranking.form_ranking(qrels, run, complete=False)
     assert ranked.grades[0].tolist() == [1, ranking.NOT_JUDGED, 2, ranking.NOT_JUDGED]
     assert ranked.num_ret.tolist() == [4]
+
+
+def test_integer_check_matches_the_int_text_rule():
+    # The vectorised check of qrels grades against the documented rule (INT_TEXT, a regex).
+    rng = random.Random(11)
+    values = ["0", "-1", "12", "-", "--1", "1-", "+1", "0x1", "1e3", "1_000", "", "-0", "٣", " 1", "007"]
+    values += ["".join(rng.choice("0123456789--+x") for _ in range(rng.randint(1, 4))) for _ in range(400)]
+    for chunk in ([v] for v in values):
+        arr = pa.array(chunk, pa.string())
+        assert tt._plain_integers(arr) == bool(tt.INT_TEXT.fullmatch(chunk[0])), chunk
+    good = [v for v in values if tt.INT_TEXT.fullmatch(v)]
+    assert tt._plain_integers(pa.array(good, pa.string())) and tt._plain_integers(pa.array(good, pa.string()).slice(3))
+    assert not tt._plain_integers(pa.array(good + ["1-"], pa.string()))

@@ -217,7 +217,7 @@ def test_update_run_in_parts_matches_the_reference(convention):
 _PEAK_TREC_EVAL = """
 import io, resource, sys
 sys.path.insert(0, sys.argv[1])
-from gpukit.trec_eval_compat import run_trec_eval
+from gpukit.trec_eval import run_trec_eval
 import gpukit
 gpukit.evaluate(gpukit.Qrels.from_dict({"a": {"x": 1}}), gpukit.Run.from_dict({"a": {"x": 1.0}}), ["AP"])
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

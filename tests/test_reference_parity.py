@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import gpukit
 from gpukit.data import doc_space
-from gpukit.data.doc_space import Vocabulary
+from gpukit.data.doc_space import RadixIds, Vocabulary
 from reference import reference_evaluate
 
 CUDA = pytest.param(
@@ -123,8 +123,9 @@ def _evaluate(qrels, run, device, **options):
 @settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(data=qrels_and_run(), options=OPTIONS, float32=st.booleans())
 def test_vocabulary_keys_match_reference(data, options, float32):
-    """The same cases with doc keys forced to vocabulary codes (the space used
-    for long or non-ASCII-leading ids; the ids above all pack into 8 bytes),
+    """The same cases with doc keys forced to vocabulary codes, and to radix
+    keys for the run (the spaces used for long or non-ASCII-leading ids; the
+    ids above all pack into 8 bytes),
     and with scores compared in float32, where ties appear after rounding."""
     qrels, run = data
     if float32:
@@ -134,8 +135,19 @@ def test_vocabulary_keys_match_reference(data, options, float32):
     expected = reference_evaluate(qrels, run, MEASURES, score_key=key, **options)
     extra = {"score_dtype": torch.float32} if float32 else {}
     with mock.patch.object(doc_space, "pack_ids", lambda column: None):
-        built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
+        with mock.patch.object(doc_space, "radix_keys", lambda column: None):
+            built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
         assert isinstance(built.doc_space, Vocabulary) and isinstance(judged.doc_space, Vocabulary)
+        report = gpukit.evaluate(judged, built, MEASURES, **options, **extra)
+        assert_matches_reference(report, expected, relevance_level=options["relevance_level"])
+        # The run in radix keys (as for docnos longer than 8 bytes), the qrels in a vocabulary.
+        built = gpukit.Run.from_dict(run)
+        assert isinstance(built.doc_space, RadixIds)
+        report = gpukit.evaluate(judged, built, MEASURES, **options, **extra)
+        assert_matches_reference(report, expected, relevance_level=options["relevance_level"])
+        # Both in radix keys, each over its own alphabet (the qrels' docs translated into the run's).
+        judged = gpukit.Qrels.from_dict(qrels)
+        assert isinstance(judged.doc_space, RadixIds)
         report = gpukit.evaluate(judged, built, MEASURES, **options, **extra)
     assert_matches_reference(report, expected, relevance_level=options["relevance_level"])
     packed = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict(run), MEASURES, **options, **extra)

@@ -27,7 +27,7 @@ import pytest
 import gpukit
 from gpukit.cli import main
 from gpukit.families import name_index
-from gpukit.trec_eval_compat import NICKNAMES, REL_INFO_FORMATS, STRING_MEASURES, measure_table, run_trec_eval
+from gpukit.trec_eval.measure_names import NICKNAMES, REL_INFO_FORMATS, STRING_MEASURES, measure_table
 
 DATA = Path(__file__).parent / "data" / "trec_eval"
 STORED_GZIPPED = {"results.comment.test": "results.comment.test.gz"}

@@ -72,7 +72,7 @@ def run_eval(args: argparse.Namespace) -> int:
         for report in reports:
             out.write(json.dumps(report.to_dict(per_query=args.per_query), allow_nan=False) + "\n")
     elif args.format == "trec":
-        from gpukit.trec_eval_compat import run_tag
+        from gpukit.trec_eval.inputs import run_tag
 
         # trec_eval's runid is the run file's tag, and -l renames nothing (P_5 at any level).
         # A pipe or stdin was read once already: its report keeps the run's name.

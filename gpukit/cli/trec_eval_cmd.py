@@ -1,7 +1,7 @@
 """``gpukit trec_eval [trec_eval options] rel_info_file results_file``
 
 trec_eval 10.0's command line, options and output bytes; the logic lives in
-:mod:`gpukit.trec_eval_compat`. Arguments are passed through untouched (the
+:mod:`gpukit.trec_eval`. Arguments are passed through untouched (the
 sub-parser takes none of its own, not even ``-h``: that is trec_eval's help).
 """
 from __future__ import annotations
@@ -24,6 +24,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_trec_eval_cmd(args: argparse.Namespace) -> int:
-    from gpukit.trec_eval_compat import run_trec_eval
+    from gpukit.trec_eval import run_trec_eval
 
     return run_trec_eval(args.args)

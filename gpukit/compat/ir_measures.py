@@ -14,7 +14,8 @@ measure is supported when its ``NAME`` resolves (canonical name or alias,
 qrels, and each of its parameters maps onto that family's: ``cutoff`` under
 the family's cutoff rule, ``rel`` and other same-named parameters as they
 are, ``gains`` -> ``gain``, ``recall`` (a recall level) -> the cutoff, ``dcg='exp-log2'`` -> ``gain=exp`` (gdeval's
-2^g - 1), ``judged_only`` only False. Where ir_measures names a measure
+2^g - 1), ``judged_only`` only False; a parameter ir_measures requires
+(cwl_eval's ``max_rel``) is required here too. Where ir_measures names a measure
 differently, :data:`RENAMED` says so (``NumRet(rel=r)`` is trec_eval's
 num_rel_ret). Families whose ir_measures definition differs from gpukit's
 are left to the other providers (:data:`DIFFERENT`).
@@ -36,7 +37,7 @@ from ir_measures.providers.base import Any as AnyValue, Choices, NOT_PROVIDED
 
 from gpukit.errors import GpukitError, MeasureError
 from gpukit.evaluation import SEPARATE_INPUTS
-from gpukit.families import families, name_index
+from gpukit.families import name_index
 from gpukit.families.spec import Family
 from gpukit.measures import Measure
 
@@ -48,8 +49,10 @@ RENAMED = {("NumRet", "rel"): "NumRelRet"}
 #: gpukit families whose definition differs from the measure ir_measures means by that name.
 #: Judged@k: ir_measures' judged provider divides by min(k, |ranking|), gpukit by k. IPrec@l:
 #: gpukit follows trec_eval 10.0 (lround(l * R) relevant documents), pytrec_eval's bundled
-#: trec_eval 9 takes (long)(l * R + 0.9).
-DIFFERENT = frozenset({"Judged", "IPrec"})
+#: trec_eval 9 takes (long)(l * R + 0.9). Compat: ir_measures' compat provider breaks score ties
+#: by doc id ascending and orders an ideal grade's documents by score (0.0 for those the run
+#: lacks), gpukit by its ranking (gpukit/families/compat.py).
+DIFFERENT = frozenset({"Judged", "IPrec", "Compat"})
 
 _CUTOFF_SPEC = {"required": AnyValue(required=True), "optional": AnyValue(), "none": Choices(NOT_PROVIDED)}
 
@@ -111,7 +114,7 @@ def _prototypes() -> list:
             elif param == "dcg":
                 spec[param] = Choices("log2", "exp-log2") if fam.param("gain") else Choices("log2")
             elif fam.param("gain" if param == "gains" else param) is not None:
-                spec[param] = AnyValue()
+                spec[param] = AnyValue(required=info.required)  # cwl_eval's max_rel has no default
             else:
                 spec[param] = Choices(NOT_PROVIDED)
         out.append(cls(**spec))

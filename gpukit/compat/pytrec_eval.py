@@ -5,7 +5,7 @@ judged_docs_only_flag=False).evaluate(run)`` returns what pytrec_eval returns:
 ``{qid: {"ndcg_cut_10": ..., "P_5": ..., "map": ...}}`` under trec_eval's
 output names, for the same topics, at the same score precision. Every measure
 comes from gpukit's registry (:mod:`gpukit.families`) through the trec_eval
-layer (:mod:`gpukit.trec_eval_compat`), so a newly registered trec_eval
+layer (:mod:`gpukit.trec_eval`), so a newly registered trec_eval
 family is accepted here without changes.
 
 pytrec_eval's conventions, reproduced:
@@ -48,19 +48,11 @@ import numpy as np
 
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
-from gpukit.errors import InputDuplicateError, InputFormatError, MeasureError, UsageTypeError
+from gpukit.errors import InputDuplicateError, InputFormatError, MeasureError, TrecEvalError, UsageTypeError
 from gpukit.families import name_index
-from gpukit.trec_eval_compat import (
-    NICKNAMES,
-    STRING_MEASURES,
-    MeasureRequest,
-    Options,
-    Output,
-    TrecEvalError,
-    evaluate_qrels,
-    init_outputs,
-    measure_table,
-)
+from gpukit.trec_eval.evaluation import evaluate_qrels
+from gpukit.trec_eval.measure_names import NICKNAMES, STRING_MEASURES, MeasureRequest, Output, init_outputs, measure_table
+from gpukit.trec_eval.options import Options
 
 __version__ = "0.5.11"  # the pytrec_eval release whose API this reproduces
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 import torch
 
 from gpukit.data.doc_space import DocSpace, PackedIds, Vocabulary, pack_ids, sorted_distinct
-from gpukit.data.text_table import arrow_indices, numpy_values, pc
+from gpukit.data.arrow_numpy import arrow_indices, numpy_values, pc
 from gpukit.errors import InputFormatError
 
 

@@ -3,7 +3,7 @@
 A run stores its documents as int64 keys, never as strings. Every consumer
 needs only three things from a key: equality with another key of the same id,
 byte-wise order (trec_eval breaks score ties by docno, descending), and a way
-back to the string. Two key spaces provide them:
+back to the string. Three key spaces provide them:
 
 * :class:`PackedIds` -- the key *is* the id: its bytes, zero padded to 8, read
   as a big-endian integer. Zero padding sorts a prefix first ("D1" < "D10"),
@@ -12,11 +12,16 @@ back to the string. Two key spaces provide them:
   no vocabulary, which is what makes reading a 10M-line run cheap. Used when
   every id is at most 8 bytes, has no NUL byte and starts below 0x80 (so the
   key is a non-negative int64).
+* :class:`RadixIds` -- the key is the id read as a mixed-radix number over
+  the byte values seen at each position (``LA010189-0001`` has ten digit
+  positions of radix ~10 and a few constant bytes: ~35 bits). Also no sort:
+  a byte histogram and one pass over the bytes. Used for runs whose longer
+  ids fit 62 bits that way; a TREC track's docnos do.
 * :class:`Vocabulary` -- the key is the position in a byte-wise sorted list of
-  distinct ids (built by sorting, see :func:`~gpukit.data.text_table.string_codes`):
-  any ids, at the cost of that sort.
+  distinct ids (built by sorting, see :func:`~gpukit.data.string_coding.string_codes`):
+  any ids, at the cost of that sort. Qrels use it for ids of more than 8 bytes.
 
-Key -1 is reserved for "no document" (padding) in both spaces.
+Key -1 is reserved for "no document" (padding) in every space.
 """
 from __future__ import annotations
 
@@ -25,17 +30,18 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.text_table import (
-    _ByteRows,
-    _key_width,
-    _offsets,
-    _parallel_map,
-    _string_chunks,
-    _strings_from_matrix,
-    _values,
-    arrow_indices,
+from gpukit.data.arrow_numpy import arrow_indices, parallel_map, string_chunks, value_offsets
+from gpukit.data.string_coding import (
+    ByteRows,
+    KeyPlan,
+    has_nul,
+    key_width,
     lookup_codes,
+    plan_ids_of,
+    plan_keys_of,
+    radix_keys,
     string_codes,
+    strings_from_matrix,
 )
 
 #: An int64 above every packed key: it would be the id 0x7F followed by seven
@@ -78,12 +84,12 @@ class PackedIds:
 
     def keys_of(self, ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """int64 key of each id; -1 for an id that cannot be packed (so is in no packed run)."""
-        chunks = _string_chunks(ids)
+        chunks = string_chunks(ids)
         if not chunks:
             return np.zeros(0, dtype=np.int64)
-        keys = _ByteRows(chunks, 8).all_words()[:, 0].byteswap()
-        lengths = np.concatenate([np.diff(_offsets(c)) for c in chunks])
-        bad = (lengths > 8) | (keys >= np.uint64(2**63)) | _has_nul(chunks)
+        keys = ByteRows(chunks, 8).all_words()[:, 0].byteswap()
+        lengths = np.concatenate([np.diff(value_offsets(c)) for c in chunks])
+        bad = (lengths > 8) | (keys >= np.uint64(2**63)) | has_nul(chunks)
         out = keys.view(np.int64)
         out[bad] = -1
         return out
@@ -91,7 +97,7 @@ class PackedIds:
     def ids_of(self, keys: np.ndarray) -> pa.Array:
         keys = np.ascontiguousarray(keys, dtype=np.int64)
         matrix = keys.astype(">u8").view(np.uint8).reshape(len(keys), 8)
-        out = _strings_from_matrix(matrix)
+        out = strings_from_matrix(matrix)
         assert out is not None  # 8 bytes per id cannot overflow 32-bit offsets below 2**28 ids
         return out
 
@@ -101,66 +107,92 @@ class PackedIds:
         return self.ids_of(sorted_distinct(keys[keys >= 0]))
 
 
-DocSpace = Vocabulary | PackedIds
+@dataclass(frozen=True, eq=False)
+class RadixIds:
+    """Keys are the ids read as mixed-radix numbers over the byte values seen
+    at each position (see :func:`~gpukit.data.string_coding.radix_keys`):
+    ids of any length up to 64 bytes whose variety fits 62 bits, typically
+    TREC docnos like ``LA010189-0001``. Computing the keys needs no sort and
+    no vocabulary; the space is its alphabet (``plan``), and two spaces with
+    the same alphabet are equal."""
+
+    plan: KeyPlan
+    token: bytes  # the alphabet: width and the byte values present at each position
+
+    @classmethod
+    def of(cls, plan: KeyPlan) -> "RadixIds":
+        present = np.zeros((plan.width, 256), dtype=bool)
+        for pos, symbols in enumerate(plan.symbols):
+            present[pos, symbols] = True
+        return cls(plan, plan.width.to_bytes(2, "little") + np.packbits(present).tobytes())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RadixIds) and other.token == self.token
+
+    def __repr__(self) -> str:
+        return f"RadixIds(width={self.plan.width}, bits={self.plan.bits[0]})"
+
+    def __hash__(self) -> int:
+        return hash(self.token)
+
+    @property
+    def bound(self) -> int:
+        return _PACKED_BOUND
+
+    def keys_of(self, ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """int64 key of each id; -1 for an id outside the alphabet (so in no run of this space)."""
+        return plan_keys_of(self.plan, ids)
+
+    def ids_of(self, keys: np.ndarray) -> pa.Array:
+        return plan_ids_of(self.plan, keys)
+
+    def distinct_ids(self, keys: np.ndarray) -> pa.Array:
+        """The distinct ids among ``keys`` (padding ignored), byte-wise sorted."""
+        keys = np.asarray(keys, dtype=np.int64).reshape(-1)
+        return self.ids_of(sorted_distinct(keys[keys >= 0]))
+
+
+DocSpace = Vocabulary | PackedIds | RadixIds
 
 
 def pack_ids(column: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     """int64 packed keys of a string column, or None when some id cannot be packed."""
-    chunks = _string_chunks(column)
+    chunks = string_chunks(column)
     if not chunks:
         return None
-    width = _key_width(chunks)  # None: an id holds a NUL byte or is very long
+    width = key_width(chunks)  # None: an id holds a NUL byte or is very long
     if width is None or width > 8:
         return None
-    rows = _ByteRows(chunks, 8)
+    rows = ByteRows(chunks, 8)
     out = np.empty(sum(len(c) for c in chunks), dtype=np.uint64)
 
     def fill(i: int) -> bool:
-        words = rows._words(i)[:, 0]
+        words = rows.slice_words(i)[:, 0]
         first = rows.slices[i][3]
         target = out[first : first + len(words)]
         np.copyto(target, words)
         target.byteswap(inplace=True)
         return bool(len(target)) and int(target.max()) >= 2**63
 
-    if any(_parallel_map(fill, range(len(rows.slices)))):
+    if any(parallel_map(fill, range(len(rows.slices)))):
         return None  # an id starting with a byte >= 0x80: the key would be negative
     return out.view(np.int64)
 
 
-def _has_nul(chunks: list[pa.Array]) -> np.ndarray:
-    """Per id, whether it holds a NUL byte (such an id cannot be zero padded unambiguously)."""
-    parts = []
-    for c in chunks:
-        off = _offsets(c).astype(np.int64)
-        out = np.zeros(len(c), dtype=bool)
-        nul = np.flatnonzero(_values(c)[off[0] : off[-1]] == 0)
-        if len(nul):
-            out[np.searchsorted(off[1:] - off[0], nul, side="right")] = True
-        parts.append(out)
-    return np.concatenate(parts)
-
-
-def byte_order_keys(column: pa.Array | pa.ChunkedArray, width: int) -> np.ndarray:
-    """Fixed-width keys of ids of at most ``width`` bytes (no NUL byte) whose
-    order and equality are the ids' byte order and equality: a big-endian
-    uint64 up to 8 bytes, else NumPy ``S<width>`` strings (zero padded)."""
-    chunks = _string_chunks(column)
-    if not chunks:
-        return np.zeros(0, dtype=np.uint64 if width <= 8 else f"S{width}")
-    words = _ByteRows(chunks, width).all_words()
-    if width <= 8:
-        return words[:, 0].view(">u8").astype(np.uint64)
-    matrix = np.ascontiguousarray(words.view(np.uint8).reshape(len(words), -1)[:, :width])
-    return matrix.view(f"S{width}").ravel()
-
-
-def doc_keys(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, DocSpace]:
+def doc_keys(column: pa.Array | pa.ChunkedArray, radix: bool = False) -> tuple[np.ndarray, DocSpace]:
     """Doc keys of a string column: packed ids when every id allows it, else
-    codes into a sorted vocabulary."""
+    (with ``radix``) radix keys when they fit, else codes into a sorted vocabulary.
+
+    Runs ask for radix keys (no sort of their ids); qrels keep a vocabulary,
+    whose dense codes their tables are built on.
+    """
     packed = pack_ids(column)
     if packed is not None:
         return packed, PackedIds()
+    if radix:
+        found = radix_keys(column)
+        if found is not None:
+            return found[1], RadixIds.of(found[0])
     codes, vocab = string_codes(column)
     return codes, Vocabulary(vocab)
 
@@ -169,11 +201,11 @@ def translate_keys(keys: np.ndarray, source: DocSpace, target: DocSpace) -> np.n
     """``keys`` of ``source`` re-expressed in ``target``; -1 for an id ``target``
     cannot hold. Order-preserving maps, so sorted keys stay sorted (minus the -1s)."""
     keys = np.asarray(keys, dtype=np.int64)
-    if isinstance(source, PackedIds) and isinstance(target, PackedIds):
+    if source == target:
         return keys
     if isinstance(source, Vocabulary):
         return target.keys_of(source.ids)[keys]
-    # Packed source, vocabulary target: look up each distinct id once.
+    # Packed or radix source: look up each distinct id once.
     order = np.argsort(keys)
     in_order = keys[order]
     new = np.ones(len(keys), dtype=bool)

@@ -28,7 +28,9 @@ from typing import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.text_table import Column, numpy_values, read_table, string_array, string_codes
+from gpukit.data.arrow_numpy import numpy_values, string_array
+from gpukit.data.string_coding import string_codes
+from gpukit.data.text_table import Column, read_table
 from gpukit.errors import InputFormatError
 
 _PREFS_COLUMNS = (

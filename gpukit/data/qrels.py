@@ -17,16 +17,9 @@ import pyarrow as pa
 import torch
 
 from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
-from gpukit.data.text_table import (
-    Column,
-    ParsedTable,
-    numpy_values,
-    pandas_columns,
-    read_table,
-    release_arrow_memory,
-    string_array,
-    string_codes,
-)
+from gpukit.data.arrow_numpy import numpy_values, pandas_columns, release_arrow_memory, string_array
+from gpukit.data.string_coding import string_codes
+from gpukit.data.text_table import Column, ParsedTable, read_table
 from gpukit.errors import InputFormatError, echo
 from gpukit.threads import sized_threads
 
@@ -83,7 +76,7 @@ class Qrels:
     def _from_table(cls, table: ParsedTable) -> "Qrels":
         q_codes, q_vocab = string_codes(table.columns.pop("query_id"))
         release_arrow_memory()
-        d_codes, d_space = doc_keys(table.columns.pop("doc_id"))
+        d_codes, d_space = doc_keys(table.columns.pop("doc_id"), radix=True)
         grades = numpy_values(table.columns.pop("grade"))
         release_arrow_memory()
         return cls._from_codes(q_codes, q_vocab, d_codes, d_space, grades, table.source, table.line_of)
@@ -118,7 +111,7 @@ class Qrels:
         if len(g) == 0:
             raise InputFormatError(source, None, "empty qrels: no judgments")
         q_codes, q_vocab = string_codes(q)
-        d_codes, d_space = doc_keys(d)
+        d_codes, d_space = doc_keys(d, radix=True)
         return cls._from_codes(q_codes, q_vocab, d_codes, d_space, g.astype(np.int64), source, None)
 
     @classmethod
@@ -267,6 +260,8 @@ def _stable_order(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]
     cache-friendly sort of plain integers, unlike an indirect argsort).
     """
     n = len(keys)
+    if n and bool((keys[1:] >= keys[:-1]).all()):  # already in order (qrels grouped by topic): no sort
+        return np.arange(n, dtype=np.int64), keys.astype(np.int64, copy=True)
     rowbits = max(1, (n - 1).bit_length())
     if n == 0 or (max(bound - 1, 1)).bit_length() + rowbits > 64:
         order = np.argsort(keys, kind="stable")

@@ -17,10 +17,15 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.text_table import Column, numpy_values, read_table, string_array, string_codes
-from gpukit.errors import InputFormatError
+from gpukit.data.arrow_numpy import numpy_values
+from gpukit.data.grouped_judgments import build_grouped, checked_columns, grouped_dict, nested_columns
+from gpukit.data.text_table import Column, read_table
 
 _QRELS_JG_COLUMNS = (Column("query_id", "id"), Column("jg", "id"), Column("doc_id", "id"), Column("grade", "int"))
+
+
+def _duplicate(query: str, jg: str, doc: str, where: str) -> str:
+    return f"duplicate judgment for query {query!r} JG {jg!r} doc {doc!r} ({where})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,53 +58,18 @@ class JudgmentGroups:
     @classmethod
     def from_dict(cls, judgments: Mapping[str, Mapping[str, Mapping[str, int]]], source: str = "<dict>") -> "JudgmentGroups":
         """Build from ``{query_id: {jg: {doc_id: grade}}}``."""
-        rows = [(q, g, d, r) for q, groups in judgments.items() for g, docs in groups.items() for d, r in docs.items()]
-        if not rows:
-            raise InputFormatError(source, None, "empty qrels_jg: no judgments")
-        q, g, d, r = zip(*rows)
-        return cls.from_arrays(q, g, d, r, source=source)
+        return cls.from_arrays(*nested_columns(judgments, source, "qrels_jg"), source=source)
 
     @classmethod
     def from_arrays(cls, query_ids: Sequence, jgs: Sequence, doc_ids: Sequence, grades: Sequence,
                     source: str = "<arrays>") -> "JudgmentGroups":
         """Build from four parallel sequences (one row per judgment)."""
-        q, g, d = (string_array(v) for v in (query_ids, jgs, doc_ids))
-        r = np.asarray(grades)
-        if not (len(q) == len(g) == len(d) == len(r)):
-            raise InputFormatError(source, None, "query_ids, jgs, doc_ids and grades differ in length")
-        if len(r) == 0:
-            raise InputFormatError(source, None, "empty qrels_jg: no judgments")
-        if r.dtype.kind == "f" and not np.all(np.isfinite(r) & (r == np.round(r))):
-            row = int(np.argmax(~(np.isfinite(r) & (r == np.round(r)))))
-            raise InputFormatError(source, None, f"row {row}: grade {r[row]!r} is not an integer")
-        if r.dtype.kind not in "iubf":
-            raise InputFormatError(source, None, f"grades must be integers, got dtype {r.dtype}")
-        return cls._build(q, g, d, r.astype(np.int64), source, None)
+        return cls._build(*checked_columns(query_ids, jgs, doc_ids, grades, "jgs", source, "qrels_jg"), source, None)
 
     @classmethod
     def _build(cls, q, jg, doc, grades, source: str, line_of: Callable[[int], int | None] | None) -> "JudgmentGroups":
-        def both(a: int, b: int) -> str:
-            return f"lines {line_of(a)} and {line_of(b)}" if line_of is not None else f"rows {a} and {b}"
-
-        out_of_range = np.flatnonzero(np.abs(grades) >= 2**31 - 1)
-        if len(out_of_range):
-            row = int(out_of_range[0])
-            raise InputFormatError(source, line_of(row) if line_of else None, f"grade {int(grades[row])} out of range (|grade| must be below 2**31 - 1)")
-        q_codes, q_vocab = string_codes(q)
-        g_codes, g_vocab = string_codes(jg)
-        d_codes, d_vocab = string_codes(doc)
-        q_codes, g_codes, d_codes = (c.astype(np.int64) for c in (q_codes, g_codes, d_codes))
-        order = np.lexsort((d_codes, g_codes, q_codes))
-        qs, gs, ds = q_codes[order], g_codes[order], d_codes[order]
-        dup = np.flatnonzero((qs[1:] == qs[:-1]) & (gs[1:] == gs[:-1]) & (ds[1:] == ds[:-1]))
-        if len(dup):
-            a, b = sorted((int(order[dup[0]]), int(order[dup[0] + 1])))
-            raise InputFormatError(
-                source, line_of(b) if line_of else None,
-                f"duplicate judgment for query {q_vocab[int(qs[dup[0]])].as_py()!r} JG {g_vocab[int(gs[dup[0]])].as_py()!r} "
-                f"doc {d_vocab[int(ds[dup[0]])].as_py()!r} ({both(a, b)})",
-            )
-        return cls(q_vocab, g_vocab, qs, gs, d_vocab.take(pa.array(ds)), np.ascontiguousarray(grades[order]), source)
+        rows = build_grouped(q, jg, doc, grades, source, line_of, _duplicate)
+        return cls(rows.query_ids, rows.group_ids, rows.query_codes, rows.group_codes, rows.doc_ids, rows.grades, source)
 
     def __len__(self) -> int:
         return len(self.grades)
@@ -110,11 +80,7 @@ class JudgmentGroups:
 
     def to_dict(self) -> dict[str, dict[str, dict[str, int]]]:
         """``{query_id: {jg: {doc_id: grade}}}``."""
-        out: dict[str, dict[str, dict[str, int]]] = {}
-        qids, jgs = self.query_ids.to_pylist(), self.jg_ids.to_pylist()
-        for q, g, d, r in zip(self.query_codes.tolist(), self.jg_codes.tolist(), self.doc_ids.to_pylist(), self.grades.tolist()):
-            out.setdefault(qids[q], {}).setdefault(jgs[g], {})[d] = r
-        return out
+        return grouped_dict(self.query_ids, self.jg_ids, self.query_codes, self.jg_codes, self.doc_ids, self.grades)
 
     def __repr__(self) -> str:
         return f"JudgmentGroups({self.source!r}, queries={self.num_queries}, judgments={len(self)})"

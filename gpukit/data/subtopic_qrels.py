@@ -26,11 +26,16 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from gpukit.data.grouped_judgments import build_grouped, checked_columns, grouped_dict, nested_columns
 from gpukit.data.qrels_jg import JudgmentGroups
-from gpukit.data.text_table import Column, numpy_values, read_table, string_array, string_codes
-from gpukit.errors import InputFormatError
+from gpukit.data.arrow_numpy import numpy_values
+from gpukit.data.text_table import Column, read_table
 
 _COLUMNS = (Column("query_id", "id"), Column("subtopic", "id"), Column("doc_id", "id"), Column("grade", "int"))
+
+
+def _duplicate(query: str, subtopic: str, doc: str, where: str) -> str:
+    return f"query {query!r} subtopic {subtopic!r} judges doc {doc!r} twice ({where})"
 
 
 def _subtopic_order(vocab: pa.Array) -> np.ndarray:
@@ -82,54 +87,19 @@ class SubtopicQrels:
     @classmethod
     def from_dict(cls, judgments: Mapping[str, Mapping[str, Mapping[str, int]]], source: str = "<dict>") -> "SubtopicQrels":
         """Build from ``{query_id: {subtopic: {doc_id: grade}}}``."""
-        rows = [(q, s, d, g) for q, subs in judgments.items() for s, docs in subs.items() for d, g in docs.items()]
-        if not rows:
-            raise InputFormatError(source, None, "empty subtopic qrels: no judgments")
-        q, s, d, g = zip(*rows)
-        return cls.from_arrays(q, s, d, g, source=source)
+        return cls.from_arrays(*nested_columns(judgments, source, "subtopic qrels"), source=source)
 
     @classmethod
     def from_arrays(cls, query_ids: Sequence, subtopics: Sequence, doc_ids: Sequence, grades: Sequence,
                     source: str = "<arrays>") -> "SubtopicQrels":
         """Build from four parallel sequences (one row per judgment)."""
-        q, s, d = (string_array(v) for v in (query_ids, subtopics, doc_ids))
-        r = np.asarray(grades)
-        if not (len(q) == len(s) == len(d) == len(r)):
-            raise InputFormatError(source, None, "query_ids, subtopics, doc_ids and grades differ in length")
-        if len(r) == 0:
-            raise InputFormatError(source, None, "empty subtopic qrels: no judgments")
-        if r.dtype.kind not in "iub" and not (r.dtype.kind == "f" and np.all(np.isfinite(r) & (r == np.round(r)))):
-            raise InputFormatError(source, None, f"grades must be integers, got {r.dtype} values")
-        return cls._build(q, s, d, r.astype(np.int64), source, None)
+        return cls._build(*checked_columns(query_ids, subtopics, doc_ids, grades, "subtopics", source, "subtopic qrels"), source, None)
 
     @classmethod
     def _build(cls, q, sub, doc, grades: np.ndarray, source: str,
                line_of: Callable[[int], int | None] | None) -> "SubtopicQrels":
-        def line(row: int) -> int | None:
-            return line_of(row) if line_of is not None else None
-
-        big = np.flatnonzero(np.abs(grades) >= 2**31 - 1)
-        if len(big):
-            raise InputFormatError(source, line(int(big[0])), f"grade {int(grades[big[0]])} out of range "
-                                   "(|grade| must be below 2**31 - 1)")
-        q_codes, q_vocab = string_codes(q)
-        s_codes, s_vocab = string_codes(sub)
-        d_codes, d_vocab = string_codes(doc)
-        rank = _subtopic_order(s_vocab)
-        s_vocab = s_vocab.take(pa.array(np.argsort(rank)))
-        q_codes, d_codes = q_codes.astype(np.int64), d_codes.astype(np.int64)
-        s_codes = rank[s_codes.astype(np.int64)]
-        order = np.lexsort((d_codes, s_codes, q_codes))
-        key = np.stack([q_codes[order], s_codes[order], d_codes[order]])
-        same = np.flatnonzero((key[:, 1:] == key[:, :-1]).all(0))
-        if len(same):
-            a, b = sorted((int(order[same[0]]), int(order[same[0] + 1])))
-            where = f"lines {line(a)} and {line(b)}" if line_of is not None else f"rows {a} and {b}"
-            qid, sid, did = q_vocab[int(key[0, same[0]])], s_vocab[int(key[1, same[0]])], d_vocab[int(key[2, same[0]])]
-            raise InputFormatError(source, line(b), f"query {qid.as_py()!r} subtopic {sid.as_py()!r} judges doc "
-                                   f"{did.as_py()!r} twice ({where})")
-        return cls(q_vocab, s_vocab, key[0].copy(), key[1].copy(), d_vocab.take(pa.array(key[2])),
-                   np.ascontiguousarray(grades[order]), source)
+        rows = build_grouped(q, sub, doc, grades, source, line_of, _duplicate, group_rank=_subtopic_order)
+        return cls(rows.query_ids, rows.group_ids, rows.query_codes, rows.group_codes, rows.doc_ids, rows.grades, source)
 
     def __len__(self) -> int:
         return len(self.grades)
@@ -146,12 +116,7 @@ class SubtopicQrels:
 
     def to_dict(self) -> dict[str, dict[str, dict[str, int]]]:
         """``{query_id: {subtopic: {doc_id: grade}}}``."""
-        out: dict[str, dict[str, dict[str, int]]] = {}
-        qids, subs = self.query_ids.to_pylist(), self.subtopic_ids.to_pylist()
-        for q, s, d, g in zip(self.query_codes.tolist(), self.subtopic_codes.tolist(), self.doc_ids.to_pylist(),
-                              self.grades.tolist()):
-            out.setdefault(qids[q], {}).setdefault(subs[s], {})[d] = g
-        return out
+        return grouped_dict(self.query_ids, self.subtopic_ids, self.query_codes, self.subtopic_codes, self.doc_ids, self.grades)
 
     def __repr__(self) -> str:
         return f"SubtopicQrels({self.source!r}, queries={self.num_queries}, judgments={len(self)})"

@@ -30,16 +30,12 @@ What is accepted (and the error scan checks exactly the same rules):
   for standard input) is read exactly once, into a temporary file that lives
   as long as the parsed table (so that errors can still name lines).
 
-Ids become integer codes into byte-wise sorted vocabularies by sorting, not
-hashing (see :func:`string_codes`): on large vocabularies hash tables are
-dominated by cache misses, and unifying per-block Arrow dictionaries was the
-single largest cost of the previous reader.
+Id columns come back as Arrow strings; :mod:`gpukit.data.string_coding`
+turns them into integer codes.
 """
 from __future__ import annotations
 
-import gc
 import gzip
-import importlib
 import io
 import mmap
 import os
@@ -57,42 +53,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, UsageError, UsageTypeError, echo
+from gpukit.data.arrow_numpy import parse_pool, pc, release_arrow_memory, value_bytes, value_offsets
+from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, echo
 
-
-class LazyModule:
-    """A module imported on its first attribute access, then reached through
-    ``sys.modules`` (a dict look-up) on every later one.
-
-    Why: ``pyarrow.compute`` builds a Python wrapper for each of Arrow's
-    several hundred kernels when imported; in a process that has imported
-    torch, the garbage collections those allocations trigger walk torch's
-    objects too, which made it ~0.1-0.2 s of ``gpukit eval``'s start-up.
-    Modules that only sometimes call a kernel name it through this instead.
-    """
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attr: str):
-        module = sys.modules.get(self._name)
-        if module is None:
-            # The collections the import's allocations trigger would walk every
-            # object of the process (torch's included) and free nothing of
-            # the import's own: collection is paused for its duration, and
-            # restored as it was.
-            was_enabled = gc.isenabled()
-            gc.disable()
-            try:
-                module = importlib.import_module(self._name)
-            finally:
-                if was_enabled:
-                    gc.enable()
-        return getattr(module, attr)
-
-
-#: ``pyarrow.compute``, imported when first used (see LazyModule).
-pc = LazyModule("pyarrow.compute")
 
 BLOCK_BYTES = 64 << 20
 #: Inputs smaller than this (bytes of text; a gzip file counts 8x its size) are
@@ -110,7 +73,6 @@ FLOAT_TEXT = re.compile(
 )
 #: The integer spelling accepted (qrels grades).
 INT_TEXT = re.compile(r"-?[0-9]+")
-_INT_TEXT_ARROW = "^-?[0-9]+$"
 _FIELD_SEP = re.compile(rb"[ \t\r\f\v]+")
 _BAD_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1f]")
 _BOM = b"\xef\xbb\xbf"
@@ -282,13 +244,32 @@ def _diagnose(
     return InputFormatError(source, None, f"could not parse the {what} file (no single bad line found in lines {first_line}+)")
 
 
+def _plain_integers(chunk: pa.Array) -> bool:
+    """Whether every string of ``chunk`` matches ``-?[0-9]+`` (``INT_TEXT``),
+    checked on the bytes in a few vectorised passes rather than by a regex per value."""
+    if len(chunk) == 0:
+        return True
+    off = value_offsets(chunk).astype(np.int64)
+    lengths = np.diff(off)
+    if int(lengths.min()) == 0:
+        return False
+    data = value_bytes(chunk)[off[0] : off[-1]]
+    minus = data == 0x2D
+    if not bool((((data >= 0x30) & (data <= 0x39)) | minus).all()):
+        return False
+    starts = off[:-1] - off[0]
+    leading = minus[starts]
+    # A '-' only as a first byte, and followed by a digit.
+    return int(np.count_nonzero(minus)) == int(np.count_nonzero(leading)) and bool((lengths[leading] >= 2).all())
+
+
 def _parse_ints(table: pa.Table, names: Sequence[str]) -> pa.Table | None:
     """Integer columns parsed as text turned into int64; None if one field is
     not a plain decimal integer within int64 (Arrow's own integer parser
     would accept ``0x1``)."""
     for name in names:
         column = table.column(name)
-        if len(column) and not pc.all(pc.match_substring_regex(column, _INT_TEXT_ARROW)).as_py():
+        if not all(_plain_integers(chunk) for chunk in column.chunks):
             return None
         try:
             converted = pc.cast(column, pa.int64())
@@ -441,7 +422,7 @@ def _has_empty_field(table: pa.Table) -> bool:
         if not (pa.types.is_string(column.type) or pa.types.is_binary(column.type)):
             continue
         for chunk in column.chunks:
-            if len(chunk) and int(np.diff(_offsets(chunk)).min()) == 0:
+            if len(chunk) and int(np.diff(value_offsets(chunk)).min()) == 0:
                 return True
     return False
 
@@ -639,7 +620,7 @@ def _read_file(source: str, file: str, columns: Sequence[Column], what: str, res
     small = size_hint < SMALL_INPUT_BYTES
     read = pacsv.ReadOptions(column_names=[c.name for c in columns], use_threads=not small, block_size=4 << 20)
 
-    arrow_pool = _parse_pool()
+    arrow_pool = parse_pool()
 
     def parse_block(block: memoryview, slow: bool, block_offset: int) -> pa.Table | None:
         """One block to a table of the wanted columns (None: no data lines)."""
@@ -748,596 +729,3 @@ def _read_file(source: str, file: str, columns: Sequence[Column], what: str, res
     }
     return ParsedTable(source, arrays, num_rows, blocks, opener)
 
-
-# --------------------------------------------------------------------------
-# Coding string columns without big hash tables.
-#
-# Hashing millions of distinct ids (Arrow's dictionary_encode / index_in, or
-# NumPy's unique) is dominated by cache and TLB misses, and unifying the
-# per-block dictionaries of a CSV read is quadratic in practice. The codes are
-# instead computed by sorting: every string is turned into an integer key
-# whose order is the strings' byte order (a mixed-radix number over the byte
-# values seen at each position, so "D1234567" takes ~24 bits, not 64), the
-# row number is packed into the low bits of the same uint64, and one direct
-# (cache-friendly) sort gives both the sorted vocabulary and each row's code.
-# Grouped columns (a run's query ids) are run-length coded first. Keys that do
-# not fit fall back to a sort over several passes, and as a last resort to
-# Arrow's hash table.
-# --------------------------------------------------------------------------
-
-_SLICE_ROWS = 1 << 18  # rows per slice when building byte matrices
-_CACHE_BYTES = 256 << 20  # byte matrices kept between the two passes up to this size
-# _LOW_MASKS[k] keeps the first k bytes (in memory order) of a little-endian uint64.
-_LOW_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype="<u8")
-_SCAN_ROWS = 1 << 18  # rows per slice when scanning sorted keys (small: temporaries stay in cache)
-_MAX_KEY_BYTES = 64  # longer ids go straight to the hash fallback
-_MAX_SORT_PASSES = 4
-
-
-def _offsets(chunk: pa.Array) -> np.ndarray:
-    """The value offsets of a (large_)string/binary array, offset-aware."""
-    large = pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type)
-    dtype = np.int64 if large else np.int32
-    width = 8 if large else 4
-    return np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk) + 1, offset=chunk.offset * width)
-
-
-def _values(chunk: pa.Array) -> np.ndarray:
-    data = chunk.buffers()[2]
-    return np.frombuffer(data, dtype=np.uint8) if data is not None and data.size else np.zeros(1, np.uint8)
-
-
-# Fixed-width Arrow types whose data buffer NumPy can view as is.
-_NUMPY_DTYPE = {
-    pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
-    pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
-    pa.float32(): np.float32, pa.float64(): np.float64,
-}
-
-
-def arrow_indices(positions: np.ndarray | Sequence[int]) -> pa.Array:
-    """Row positions as an Arrow int64 array over the NumPy buffer, for ``take``.
-
-    Same result as ``pa.array(positions, pa.int64())``, which imports pandas
-    on first use (see :func:`numpy_values`).
-    """
-    data = np.ascontiguousarray(positions, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
-
-
-def numpy_values(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """The values of a numeric Arrow array (or chunked array) as NumPy.
-
-    A null-free fixed-width array is read straight from its data buffer (a
-    read-only view); a chunked array always gives a new, writable array, as
-    ``ChunkedArray.to_numpy`` does. Anything else goes through ``to_numpy``.
-    Why not always ``to_numpy``: in pyarrow it imports pandas on first use, a
-    fixed ~0.2-0.3 s that a small evaluation from the command line would
-    otherwise pay.
-    """
-    if isinstance(array, pa.ChunkedArray):
-        chunks = [numpy_values(c) for c in array.chunks]
-        if not chunks:
-            return np.empty(0, dtype=_NUMPY_DTYPE.get(array.type, np.float64))
-        return chunks[0].copy() if len(chunks) == 1 else np.concatenate(chunks)
-    dtype = _NUMPY_DTYPE.get(array.type)
-    if dtype is None or array.null_count:
-        return array.to_numpy(zero_copy_only=False)
-    if len(array) == 0:
-        return np.empty(0, dtype=dtype)
-    itemsize = np.dtype(dtype).itemsize
-    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * itemsize)
-
-
-def _string_chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    out = []
-    for chunk in chunks:
-        if pa.types.is_dictionary(chunk.type):
-            chunk = chunk.dictionary_decode()
-        if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)
-                or pa.types.is_binary(chunk.type) or pa.types.is_large_binary(chunk.type)):
-            raise UsageTypeError(f"expected a string column, got {chunk.type}")
-        if chunk.null_count:
-            raise UsageError("string column contains nulls")
-        if pa.types.is_binary(chunk.type) or pa.types.is_large_binary(chunk.type):
-            chunk = chunk.cast(pa.string() if pa.types.is_binary(chunk.type) else pa.large_string())
-        if len(chunk):
-            out.append(chunk)
-    return out
-
-
-def _parallel_map(fn: Callable, items: Sequence) -> list:
-    """``[fn(x) for x in items]`` on a few threads (NumPy and Arrow release the
-    GIL in these loops). A pool per call: nothing lingers to break a fork."""
-    workers = min(len(items), os.cpu_count() or 1, 8)
-    if workers <= 1:
-        return [fn(x) for x in items]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpukit-codes") as pool:
-        return list(pool.map(fn, items))
-
-
-class _ByteRows:
-    """The first ``width`` bytes of every string of ``chunks``, zero padded,
-    as (rows, width) uint8 matrices over slices of rows.
-
-    Each string is read as whole 8-byte words by one gather per word (an
-    unaligned uint64 view of the slice's bytes) and masked to its length, so
-    the cost is a few passes per row, not one per byte. Slices are processed
-    in parallel (:meth:`map`), and their words are kept for a second pass
-    when they are small.
-    """
-
-    def __init__(self, chunks: list[pa.Array], width: int):
-        self.chunks = chunks
-        self.width = width
-        self.words_per_row = (width + 7) // 8
-        self.slices: list[tuple[int, int, int, int]] = []  # (chunk, lo, hi, first global row)
-        at = 0
-        for index, c in enumerate(chunks):
-            for lo in range(0, len(c), _SLICE_ROWS):
-                self.slices.append((index, lo, min(lo + _SLICE_ROWS, len(c)), at + lo))
-            at += len(c)
-        cacheable = at * 8 * self.words_per_row <= _CACHE_BYTES
-        self._cache: list[np.ndarray | None] | None = [None] * len(self.slices) if cacheable else None
-
-    def _words(self, i: int) -> np.ndarray:
-        """(rows, words) little-endian uint64 words of slice ``i``."""
-        if self._cache is not None and self._cache[i] is not None:
-            return self._cache[i]  # type: ignore[return-value]
-        index, lo, hi, _ = self.slices[i]
-        c = self.chunks[index]
-        off, data = _offsets(c), _values(c)
-        words = self.words_per_row
-        first, last = int(off[lo]), int(off[hi])
-        padded = np.zeros(last - first + 8 * words + 8, dtype=np.uint8)
-        padded[: last - first] = data[first:last]
-        view = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
-        starts = off[lo:hi].astype(np.int64) - first
-        lengths = off[lo + 1 : hi + 1].astype(np.int64) - off[lo:hi]
-        out = np.empty((hi - lo, words), dtype="<u8")
-        for w in range(words):
-            word = view[starts + 8 * w]
-            word &= _LOW_MASKS[np.clip(lengths - 8 * w, 0, 8)]
-            out[:, w] = word
-        if self._cache is not None:
-            self._cache[i] = out
-        return out
-
-    def _bytes(self, out: np.ndarray) -> np.ndarray:
-        """The (rows, width) uint8 view of (rows, words) little-endian words."""
-        return out.view(np.uint8).reshape(len(out), 8 * out.shape[1])[:, : self.width]
-
-    def map(self, fn: Callable[[int, np.ndarray], object]) -> list:
-        """``fn(first global row, byte matrix)`` for every slice, in parallel, in order."""
-        return _parallel_map(lambda i: fn(self.slices[i][3], self._bytes(self._words(i))), range(len(self.slices)))
-
-    def all_words(self) -> np.ndarray:
-        """(rows, words) little-endian words of every row (built in parallel)."""
-        parts = _parallel_map(self._words, range(len(self.slices)))
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
-
-    def rows(self, index: np.ndarray) -> np.ndarray | None:
-        """(len(index), width) byte rows of the given rows, from the cache (None if not cached)."""
-        if self._cache is None or any(w is None for w in self._cache) or not self._cache:
-            return None
-        words = np.concatenate(self._cache) if len(self._cache) > 1 else self._cache[0]  # type: ignore[arg-type]
-        return self._bytes(words[index])
-
-
-@dataclass
-class _KeyPlan:
-    """Mixed-radix key layout: per segment, the byte positions and their weights."""
-
-    width: int  # bytes examined per string
-    lut: np.ndarray  # (width, 256) uint64: rank of each byte value at each position
-    segments: list[list[tuple[int, int]]]  # [(position, weight)] per segment
-    bits: list[int]  # bits needed by each segment's values
-    sources: list[_ByteRows]  # byte matrices of each chunk list given to _plan_keys
-    symbols: list[np.ndarray]  # byte values present at each position, ascending (0 = padding)
-
-
-def _key_width(chunks: list[pa.Array]) -> int | None:
-    """Longest id in bytes (at least 1), or None if one is longer than
-    ``_MAX_KEY_BYTES`` or holds a NUL byte (zero padding would be ambiguous)."""
-    width = 0
-    for c in chunks:
-        off = _offsets(c)
-        width = max(width, int(np.diff(off).max()))
-        data = _values(c)[int(off[0]) : int(off[-1])]
-        if len(data) and np.count_nonzero(data) != len(data):
-            return None
-    return max(width, 1) if width <= _MAX_KEY_BYTES else None
-
-
-def _plan_keys(chunk_lists: Sequence[list[pa.Array]], capacities: Sequence[int]) -> _KeyPlan | None:
-    """Lay out order-preserving integer keys for the strings of ``chunk_lists``.
-
-    ``capacities[i]`` is the number of bits segment ``i`` may use (the last
-    capacity repeats). Returns None when an id holds a NUL byte (padding
-    would be ambiguous), is longer than ``_MAX_KEY_BYTES``, or the keys would
-    need more segments than ``len(capacities)`` allows.
-    """
-    width = _key_width([c for chunk_list in chunk_lists for c in chunk_list])
-    if width is None:
-        return None
-    counts = np.zeros((width, 256), dtype=np.int64)
-    sources = [_ByteRows(chunk_list, width) for chunk_list in chunk_lists]
-
-    def histogram(_: int, m: np.ndarray) -> np.ndarray:
-        return np.stack([np.bincount(m[:, j], minlength=256) for j in range(width)])
-
-    for source in sources:
-        for part in source.map(histogram):
-            counts += part
-    present = counts > 0
-    lut = (np.cumsum(present, axis=1) - 1).clip(min=0).astype(np.uint64)
-    radix = present.sum(axis=1)
-    segments: list[list[tuple[int, int]]] = []
-    bits: list[int] = []
-    current: list[int] = []
-    product = 1
-
-    def close() -> None:
-        weights, w = [], 1
-        for pos in reversed(current):
-            weights.append((pos, w))
-            w *= int(radix[pos])
-        segments.append(list(reversed(weights)))
-        bits.append(max(1, (product - 1).bit_length()))
-
-    for pos in range(width):
-        r = int(radix[pos])
-        if r <= 1:
-            continue  # a constant byte carries no order information
-        cap = capacities[min(len(segments), len(capacities) - 1)]
-        if current and product * r > (1 << cap):
-            close()
-            current, product = [], 1
-            if len(segments) >= len(capacities):
-                return None
-            cap = capacities[min(len(segments), len(capacities) - 1)]
-        if r > (1 << max(cap, 0)):
-            return None
-        current.append(pos)
-        product *= r
-    if current or not segments:
-        close()
-    symbols = [np.flatnonzero(row).astype(np.uint8) for row in present]
-    return _KeyPlan(width, lut, segments, bits, sources, symbols)
-
-
-def _segment_keys(plan: _KeyPlan, which: int, segment: int) -> np.ndarray:
-    """uint64 key of segment ``segment`` for every row of chunk list ``which``."""
-    source = plan.sources[which]
-    layout = plan.segments[segment]
-    n = sum(len(c) for c in source.chunks)
-    keys = np.zeros(n, dtype=np.uint64)
-    if not layout:
-        return keys
-    # Horner's rule over the positions: key = key * radix + rank(byte).
-    steps = []
-    for i, (pos, _) in enumerate(layout):
-        radix = layout[i - 1][1] // layout[i][1] if i else 0
-        steps.append((pos, np.uint64(radix), plan.lut[pos]))
-    def horner(lo: int, m: np.ndarray) -> None:
-        key = keys[lo : lo + len(m)]
-        for pos, radix, lut in steps:
-            if radix:
-                key *= radix
-            key += lut.take(m[:, pos])
-
-    source.map(horner)
-    return keys
-
-
-def _sorted_ranks(
-    keys: np.ndarray, rowbits: int, want_firsts: bool
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Dense rank of each row's key (rank order = key order) by one direct sort.
-
-    ``keys`` must be < 2**(64 - rowbits); the array is overwritten. Returns
-    (rank of each row, and if ``want_firsts`` the first row and the key of
-    each rank).
-    """
-    n = len(keys)
-    packed = keys  # packed in place: the caller's keys are consumed
-    packed <<= np.uint64(rowbits)
-    for lo in range(0, n, _SCAN_ROWS):
-        packed[lo : lo + _SCAN_ROWS] |= np.arange(lo, min(lo + _SCAN_ROWS, n), dtype=np.uint64)
-    packed.sort()
-    mask = np.uint64((1 << rowbits) - 1)
-    rowbits_u = np.uint64(rowbits)
-    ranks = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
-    bounds = [(lo, min(lo + _SCAN_ROWS, n)) for lo in range(0, n, _SCAN_ROWS)]
-
-    def flags(b: tuple[int, int]) -> np.ndarray:
-        lo, hi = b
-        k = packed[lo:hi] >> rowbits_u
-        new = np.empty(hi - lo, dtype=bool)
-        new[1:] = k[1:] != k[:-1]
-        new[0] = lo == 0 or k[0] != (packed[lo - 1] >> rowbits_u)
-        return new
-
-    # Two parallel passes over the sorted keys: flag where a key starts, then
-    # number the keys (offset by the keys of earlier slices) and scatter.
-    news = _parallel_map(flags, bounds)
-    before = np.concatenate([[0], np.cumsum([int(np.count_nonzero(x)) for x in news])])
-
-    def assign(i: int):
-        lo, hi = bounds[i]
-        part = packed[lo:hi]
-        rows = (part & mask).astype(np.intp)
-        r = np.cumsum(news[i], dtype=ranks.dtype)
-        r += ranks.dtype.type(before[i] - 1)
-        ranks[rows] = r
-        if want_firsts:
-            return rows[news[i]], part[news[i]] >> rowbits_u
-        return None
-
-    parts = _parallel_map(assign, range(len(bounds)))
-    del packed, news
-    if not want_firsts:
-        return ranks, None, None
-    return ranks, np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-
-
-def _pass_capacities(rowbits: int) -> list[int]:
-    """Key bits per sort pass: the first pass has all bits above the row
-    number, later ones also carry the previous pass's rank (< 2**rowbits)."""
-    return [64 - rowbits] + [64 - 2 * rowbits] * (_MAX_SORT_PASSES - 1)
-
-
-def _packed_codes(chunks: list[pa.Array], n: int) -> tuple[np.ndarray, pa.Array] | None:
-    """(codes, sorted vocabulary) via order-preserving keys, or None."""
-    rowbits = max(1, (n - 1).bit_length())
-    capacities = _pass_capacities(rowbits)
-    if min(capacities) < 8:
-        return None
-    plan = _plan_keys([chunks], capacities)
-    if plan is None:
-        return None
-    ranks: np.ndarray | None = None
-    firsts: np.ndarray | None = None
-    first_keys: np.ndarray | None = None
-    last = len(plan.segments) - 1
-    for i in range(len(plan.segments)):
-        keys = _segment_keys(plan, 0, i)
-        if ranks is not None:
-            # Previous ranks (< 2**rowbits) become the high digits of this pass.
-            keys |= ranks.astype(np.uint64) << np.uint64(plan.bits[i])
-        ranks, firsts, first_keys = _sorted_ranks(keys, rowbits, i == last)
-        del keys
-    assert ranks is not None and firsts is not None and first_keys is not None
-    # The vocabulary's bytes: the cached byte rows of each code's first row, or
-    # (one pass) decoded from the keys themselves; the strings are rebuilt from them.
-    matrix = plan.sources[0].rows(firsts)
-    if matrix is None and len(plan.segments) == 1:
-        matrix = _decode_keys(plan, first_keys)
-    if matrix is not None:
-        vocab = _strings_from_matrix(matrix)
-        if vocab is not None:
-            return ranks, vocab
-    # Several passes: the last keys hold ranks, not bytes; fetch the strings in file order.
-    by_row = np.argsort(firsts, kind="stable") if len(firsts) < (1 << 16) else None
-    if by_row is None:
-        packed = firsts.astype(np.uint64)  # (row << rankbits | rank) sorted by row
-        rankbits = max(1, (len(firsts) - 1).bit_length())
-        packed <<= np.uint64(rankbits)
-        packed |= np.arange(len(firsts), dtype=np.uint64)
-        packed.sort()
-        by_row = (packed & np.uint64((1 << rankbits) - 1)).astype(np.int64)
-        del packed
-    taken = _take_rows(chunks, firsts[by_row])
-    position = np.empty(len(by_row), dtype=np.int64)
-    position[by_row] = np.arange(len(by_row), dtype=np.int64)
-    return ranks, taken.take(arrow_indices(position))
-
-
-def _decode_keys(plan: _KeyPlan, keys: np.ndarray) -> np.ndarray:
-    """(n, width) byte rows of single-segment ``keys``, rebuilt from their digits."""
-    n = len(keys)
-    matrix = np.zeros((n, plan.width), dtype=np.uint8)
-    for pos in range(plan.width):
-        if len(plan.symbols[pos]) == 1:
-            matrix[:, pos] = plan.symbols[pos][0]
-    rest = keys.copy()
-    for pos, weight in plan.segments[0]:
-        w = np.uint64(weight)
-        digit = rest // w
-        rest -= digit * w
-        matrix[:, pos] = plan.symbols[pos][digit]
-    return matrix
-
-
-def _strings_from_matrix(matrix: np.ndarray) -> pa.Array | None:
-    """A string array from zero-padded byte rows (ids hold no NUL byte)."""
-    n = len(matrix)
-    nonzero = matrix != 0
-    lengths = nonzero.sum(axis=1, dtype=np.int64)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    if offsets[-1] >= 2**31 - 1:
-        return None
-    data = matrix[nonzero]
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data))
-
-
-def _take_rows(chunks: list[pa.Array], rows: np.ndarray) -> pa.Array:
-    """Strings at global row numbers ``rows`` (any order) as one pa.string() array."""
-    column = pa.chunked_array(chunks)
-    out = column.take(arrow_indices(rows))
-    out = out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
-    return out.cast(pa.string()) if out.type != pa.string() else out
-
-
-def _hash_codes(chunks: list[pa.Array]) -> tuple[np.ndarray, pa.Array]:
-    """Fallback: Arrow's hash table over the whole column, then a sorted vocabulary."""
-    total = sum(int(_offsets(c)[-1] - _offsets(c)[0]) for c in chunks)
-    target = pa.large_string() if total >= 2**31 - 1 else pa.string()
-    whole = pa.concat_arrays([c.cast(target) for c in chunks])
-    encoded = whole.dictionary_encode()
-    dictionary = encoded.dictionary
-    indices = numpy_values(encoded.indices)
-    order = numpy_values(pc.sort_indices(dictionary))
-    rank = np.empty(len(dictionary), dtype=np.int64)
-    rank[order] = np.arange(len(order), dtype=np.int64)
-    vocab = dictionary.take(arrow_indices(order))
-    vocab = vocab.cast(pa.string()) if vocab.type != pa.string() else vocab
-    return rank[indices], vocab
-
-
-def _run_starts(chunks: list[pa.Array]) -> np.ndarray:
-    """Global row numbers where a run of equal consecutive values starts."""
-    parts = []
-    at = 0
-    previous = None
-    for c in chunks:
-        change = np.empty(len(c), dtype=bool)
-        change[0] = previous is None or c[0] != previous
-        if len(c) > 1:
-            change[1:] = False
-            change[1 + numpy_values(pc.indices_nonzero(pc.not_equal(c[1:], c[:-1]))).astype(np.int64)] = True
-        parts.append(np.flatnonzero(change) + at)
-        at += len(c)
-        previous = c[len(c) - 1]
-    return np.concatenate(parts)
-
-
-def pandas_columns(df, columns: dict[str, str], who: str, source: str, ids: Sequence[str] = ()) -> dict[str, pa.Array]:
-    """Columns of a pandas DataFrame as Arrow arrays (no Python row loop).
-
-    ``columns`` maps a role ("query_col", ...) to the column name asked for.
-    A missing column, or a missing value in an id column (roles in ``ids``),
-    is an :class:`InputFormatError` naming the columns present; NaN in a value
-    column is left to the caller (``from_arrays`` reports it like ``from_dict``).
-    pandas is imported here only, to keep it an optional dependency.
-    """
-    try:
-        import pandas as pd
-    except ImportError as exc:  # pragma: no cover - pandas absent
-        raise ImportError(f"{who} needs pandas (pip install pandas)") from exc
-    if not isinstance(df, pd.DataFrame):
-        raise UsageTypeError(f"{who} expects a pandas DataFrame, got {type(df).__name__}")
-    present = [str(c) for c in df.columns]
-    out: dict[str, pa.Array] = {}
-    for role, name in columns.items():
-        if name not in df.columns:
-            hint = ", ".join(f"{r}=..." for r in columns)
-            raise InputFormatError(
-                source, None,
-                f"{who}: no column {name!r} ({role}); columns present: {present}. "
-                f"Name the columns with {hint} (ir_measures uses query_id/doc_id/score/relevance, ranx q_id/doc_id/score)",
-            )
-        series = df[name]
-        missing = series.isna().to_numpy() if role in ids else np.zeros(0, bool)
-        if missing.any():
-            row = int(np.argmax(missing))
-            raise InputFormatError(source, None, f"{who}: column {name!r} has {int(missing.sum())} missing value(s), the first at row {row}")
-        array = pa.Array.from_pandas(series)
-        if isinstance(array, pa.ChunkedArray):
-            array = array.combine_chunks()
-        out[role] = array
-    return out
-
-
-_PARSE_POOL: list = []
-
-
-def _parse_pool() -> pa.MemoryPool:
-    """Memory pool for parsed blocks: jemalloc when pyarrow has it. The
-    skipped columns, parsed only to be checked, are freed block by block
-    between the kept ones; jemalloc purges such freed pages after its decay
-    time, where the default (mimalloc) pool kept ~40% more resident at 100M
-    lines. Its settings are left as they are."""
-    if not _PARSE_POOL:
-        try:
-            pool = pa.jemalloc_memory_pool()
-        except (NotImplementedError, AttributeError, pa.ArrowException):  # pragma: no cover - build without jemalloc
-            pool = pa.default_memory_pool()
-        _PARSE_POOL.append(pool)
-    return _PARSE_POOL[0]
-
-
-def release_arrow_memory() -> None:
-    """Hand memory freed by Arrow back to the system (big readers call this
-    after dropping their parsed columns, so that peak RSS stays low)."""
-    for pool in {id(p): p for p in [pa.default_memory_pool(), *_PARSE_POOL]}.values():
-        try:
-            pool.release_unused()
-        except (AttributeError, NotImplementedError):  # pragma: no cover - older pyarrow
-            pass
-
-
-def string_array(values) -> pa.Array:
-    """Ids as one Arrow string array: Arrow arrays are cast (dictionaries decoded),
-    anything else goes through ``pa.array`` (NumPy/pandas string data without a
-    Python loop)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else pa.array([], values.type)
-    if isinstance(values, pa.Array):
-        if pa.types.is_dictionary(values.type):
-            values = values.dictionary_decode()
-        return values if values.type == pa.string() else values.cast(pa.string())
-    return pa.array(values, pa.string())
-
-
-def string_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """Codes into a byte-wise sorted vocabulary for a string column.
-
-    Returns ``(codes, vocab)``: ``vocab`` holds
-    the distinct strings in byte-wise order and ``codes[i]`` (int32, or int64
-    past 2**31 rows) indexes it. Accepts plain, large or dictionary-encoded
-    string arrays (chunked or not); nulls are an error for the caller to
-    report. No hash table over the whole column is built unless the ids are
-    too long or too varied for sort keys.
-    """
-    chunks = _string_chunks(column)
-    n = sum(len(c) for c in chunks)
-    if n == 0:
-        return np.zeros(0, np.int32), pa.array([], pa.string())
-    sample = chunks[0].slice(0, 1 << 16)
-    if len(_run_starts([sample])) * 4 <= len(sample):
-        starts = _run_starts(chunks)
-        if len(starts) * 4 <= n:
-            # Grouped column (a run's query ids): code the run heads, then repeat.
-            head_codes, vocab = string_codes(_take_rows(chunks, starts))
-            lengths = np.diff(np.append(starts, n))
-            return np.repeat(head_codes, lengths), vocab
-        del starts
-    packed = _packed_codes(chunks, n)
-    if packed is None:
-        return _hash_codes(chunks)
-    return packed
-
-
-def lookup_codes(values: pa.Array, vocab: pa.Array) -> np.ndarray:
-    """Position of each of ``values`` in the sorted unique ``vocab``, -1 if absent (int64).
-
-    Both sides become fixed-width byte keys (a big-endian uint64 for ids of
-    up to 8 bytes, else NumPy ``S<width>`` strings, whose order is byte
-    order) matched by a binary search, cache-friendly when ``values`` is
-    sorted too, as vocabularies are. Arrow's hash lookup is the fallback.
-    """
-    out = np.full(len(values), -1, dtype=np.int64)
-    if len(values) == 0 or len(vocab) == 0:
-        return out
-    v_chunks, h_chunks = _string_chunks(values), _string_chunks(vocab)
-    width = _key_width(v_chunks + h_chunks)
-    if width is None:
-        found = numpy_values(pc.index_in(values, value_set=vocab).fill_null(-1))
-        return found.astype(np.int64)
-    keys = []
-    for chunks in (v_chunks, h_chunks):
-        words = _ByteRows(chunks, width).all_words()
-        if width <= 8:
-            keys.append(words[:, 0].view(">u8").astype(np.uint64))
-        else:
-            matrix = np.ascontiguousarray(words.view(np.uint8).reshape(len(words), -1)[:, :width])
-            keys.append(matrix.view(f"S{width}").ravel())
-    v_keys, h_keys = keys
-    pos = np.searchsorted(h_keys, v_keys)
-    np.minimum(pos, len(h_keys) - 1, out=pos)
-    hit = h_keys[pos] == v_keys
-    out[hit] = pos[hit]
-    return out

@@ -157,6 +157,8 @@ class Family:
     examples: tuple[str, ...] = ()
     #: Groups this family belongs to in trec_eval's -m nicknames.
     trec_groups: tuple[str, ...] = ()
+    #: Checks across a measure's parameters (raise MeasureError), run when a Measure is made.
+    validate: Callable[["Measure"], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:

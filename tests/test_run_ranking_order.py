@@ -1,0 +1,63 @@
+"""Rows of a run put in trec_eval's ranking order (score descending, ties by
+doc key descending, padding last), checked against a plain Python sort.
+
+Covers the paths of :func:`gpukit.data.run.rank_rows_inplace`: rows already in
+order, rows whose scores only tie (only the tied entries are reordered), rows
+with an inversion (the full sort), and slices mixing them.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+import gpukit.data.run as run_mod
+from gpukit.data.run import rank_rows_inplace
+
+
+def reference_row(codes: list[int], scores: list[float]) -> tuple[list[int], list[float]]:
+    """trec_eval's order from the definition: by score descending, then key descending; padding (-1) last."""
+    docs = sorted(((s, c) for c, s in zip(codes, scores) if c >= 0), key=lambda sc: (-sc[0], -sc[1]))
+    pads = [(s, c) for c, s in zip(codes, scores) if c < 0]
+    return [c for _, c in docs] + [c for _, c in pads], [s for s, _ in docs] + [s for s, _ in pads]
+
+
+def random_rows(rng: random.Random, n_rows: int, width: int) -> tuple[list[list[int]], list[list[float]]]:
+    codes, scores = [], []
+    for _ in range(n_rows):
+        n = rng.randint(0, width)
+        keys = rng.sample(range(3 * width), n)
+        kind = rng.choice(["sorted", "ties", "shuffled"])
+        values = [rng.choice([0.0, -0.0, 0.5, 1.0, 2.0, float("-inf"), float("inf")]) if kind != "sorted" else rng.random() for _ in range(n)]
+        if kind != "shuffled":
+            values.sort(reverse=True)
+        codes.append(keys + [-1] * (width - n))
+        scores.append(values + [0.0] * (width - n))
+    return codes, scores
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("slice_elements", [None, 7])
+def test_rank_rows_matches_python_sort(seed, slice_elements, monkeypatch):
+    if slice_elements is not None:
+        monkeypatch.setattr(run_mod, "ROW_SLICE_ELEMENTS", slice_elements)
+    rng = random.Random(seed)
+    codes, scores = random_rows(rng, 40, 9)
+    c, s = torch.tensor(codes, dtype=torch.int64), torch.tensor(scores, dtype=torch.float64)
+    rank_rows_inplace(c, s)
+    for row in range(len(codes)):
+        want_codes, want_scores = reference_row(codes[row], scores[row])
+        assert c[row].tolist() == want_codes
+        assert s[row].tolist() == want_scores
+
+
+def test_only_tied_rows_keep_untied_entries_in_place():
+    # One row with two tie groups and a pad scored like the last document.
+    c = torch.tensor([[4, 9, 7, 2, 5, 3, -1]])
+    s = torch.tensor([[3.0, 2.0, 2.0, 1.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
+    rank_rows_inplace(c, s)
+    assert c.tolist() == [[4, 9, 7, 2, 5, 3, -1]]
+    c = torch.tensor([[4, 7, 9, 2, 3, 5, -1]])
+    rank_rows_inplace(c, s)
+    assert c.tolist() == [[4, 9, 7, 2, 5, 3, -1]]
