@@ -25,9 +25,9 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from gpukit.data.arrow_numpy import arrow_indices, numpy_values, pandas_columns, pc, release_arrow_memory, string_array
 from gpukit.data.corpus_keys import CorpusKeys, corpus_keys
 from gpukit.data.doc_space import DocSpace, doc_keys
-from gpukit.data.arrow_numpy import arrow_indices, numpy_values, pandas_columns, pc, release_arrow_memory, string_array
 from gpukit.data.string_coding import string_codes
 from gpukit.data.text_table import Column, read_table
 from gpukit.device import DeviceLike, resolve_device
