@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import torch
 
-from gpukit.errors import MeasureError
 from gpukit.metrics.cutoffs import Cutoffs, ordered_prefix_at
 from gpukit.metrics.trec_graded import ordered_cumprod, ordered_cumsum
 
@@ -64,23 +63,26 @@ def _exclusive(running: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
 # --------------------------------------------------------------- discounts
 # d_i, the gain-independent part of C_i, for ranks 1..n, built once per
 # (kind, parameter) on the CPU in float64 and copied once per device.
-_CPU: dict[tuple[str, float], tuple[torch.Tensor, torch.Tensor]] = {}
+_CPU: dict[tuple[str, float], tuple[torch.Tensor, list[float]]] = {}
 _ON_DEVICE: dict[tuple[str, float, torch.device], torch.Tensor] = {}
 
 
+_DISCOUNTS = {
+    # SDCG: C_i = prod_{j<i} log2(j+1)/log2(j+2) = 1 / log2(i + 1)
+    "log2": lambda i, param: 1.0 / torch.log2(i + 1.0),
+    # NERR8: C_i = prod_{j<i} (1 - g_j), no gain-independent part
+    "flat": lambda i, param: torch.ones_like(i),
+    # NERR9: prod_{j<i} j / (j + 1) = 1 / i
+    "harmonic": lambda i, param: 1.0 / i,
+    # NERR10: p^(i-1)
+    "geometric": lambda i, param: torch.full_like(i, param).pow_(i - 1.0),
+    # INSQ, NERR11: prod_{j<i} ((j+2T-1)/(j+2T))^2 = (2T / (i+2T-1))^2
+    "inverse_square": lambda i, param: (2.0 * param / (i + 2.0 * param - 1.0)).square_(),
+}
+
+
 def _discount_cpu(kind: str, param: float) -> torch.Tensor:
-    i = torch.arange(1, CWL_DEPTH + 1, dtype=torch.float64)
-    if kind == "log2":  # SDCG: C_i = prod_{j<i} log2(j+1)/log2(j+2) = 1 / log2(i + 1)
-        return 1.0 / torch.log2(i + 1.0)
-    if kind == "flat":  # NERR8: C_i = prod_{j<i} (1 - g_j)
-        return torch.ones_like(i)
-    if kind == "harmonic":  # NERR9: prod_{j<i} j / (j + 1) = 1 / i
-        return 1.0 / i
-    if kind == "geometric":  # NERR10: p^(i-1)
-        return torch.full_like(i, param).pow_(i - 1.0)
-    if kind == "inverse_square":  # INSQ, NERR11: prod_{j<i} ((j+2T-1)/(j+2T))^2 = (2T / (i+2T-1))^2
-        return (2.0 * param / (i + 2.0 * param - 1.0)).square_()
-    raise MeasureError(f"C/W/L discount kind {kind!r} is not one of log2, flat, harmonic, geometric, inverse_square")
+    return _DISCOUNTS[kind](torch.arange(1, CWL_DEPTH + 1, dtype=torch.float64), param)
 
 
 def discount_table(kind: str, param: float, device: torch.device) -> tuple[torch.Tensor, list[float]]:
@@ -88,11 +90,11 @@ def discount_table(kind: str, param: float, device: torch.device) -> tuple[torch
     device, param = torch.device(device), float(param)
     if (kind, param) not in _CPU:
         table = _discount_cpu(kind, param)
-        _CPU[(kind, param)] = (table, table.cumsum(0))
+        _CPU[(kind, param)] = (table, table.cumsum(0).tolist())  # sequential sums on the CPU
     table, running = _CPU[(kind, param)]
     if (kind, param, device) not in _ON_DEVICE:
         _ON_DEVICE[(kind, param, device)] = table.to(device)
-    return _ON_DEVICE[(kind, param, device)], running.tolist()
+    return _ON_DEVICE[(kind, param, device)], running
 
 
 def _discounted(gains: torch.Tensor, kind: str, param: float, cutoffs: Cutoffs, stopping: bool) -> torch.Tensor:
