@@ -108,3 +108,78 @@ def test_mteb_protocol_and_faiss_backend_where_installed():
         backend.add_documents(docs + torch.rand(docs.shape, generator=torch.Generator().manual_seed(0)), ids)
     a, b = ours.search(queries, 5, None), theirs.search(queries, 5, None)
     assert a[1] == b[1] and np.allclose(a[0], b[0], atol=1e-4)
+
+
+def _mteb():
+    return pytest.importorskip("mteb")
+
+
+def test_satisfies_mtebs_protocol_as_mteb_defines_it():
+    _mteb()
+    import inspect
+    from typing import Protocol, runtime_checkable
+
+    from mteb.models.search_encoder_index.search_backend_protocol import IndexEncoderSearchProtocol
+
+    @runtime_checkable
+    class Checkable(IndexEncoderSearchProtocol, Protocol):  # mteb's protocol is not runtime-checkable itself
+        pass
+
+    index = GpukitSearchIndex(similarity="cosine", device="cpu")
+    assert isinstance(index, Checkable) and not isinstance(object(), Checkable)
+    for method in ("add_documents", "search", "clear"):
+        theirs = inspect.signature(getattr(IndexEncoderSearchProtocol, method)).parameters
+        ours = inspect.signature(getattr(GpukitSearchIndex, method)).parameters
+        assert list(ours) == list(theirs), method  # same names in the same order: mteb passes some by keyword
+        assert all(ours[n].default is not inspect.Parameter.empty for n in theirs if theirs[n].default is not inspect.Parameter.empty)
+
+
+@pytest.fixture(scope="module")
+def scifact_mteb():
+    """mteb's retrieval evaluation of SciFact (bundled, offline) with a hashed-words encoder."""
+    mteb = _mteb()
+    import gpukit.datasets
+    from gpukit.compat.mteb import local_task
+    from mteb_encoder import HashedWords
+
+    return mteb, local_task(gpukit.datasets.load_scifact()), HashedWords()
+
+
+def _search(wrapper, task, top_k):
+    task.load_data()
+    split = task.dataset["default"]["test"]
+    where = dict(task_metadata=task.metadata, hf_split="test", hf_subset="default",
+                 encode_kwargs={"batch_size": 512, "show_progress_bar": False})
+    wrapper.index(split["corpus"], **where)
+    return wrapper.search(split["queries"], top_k=top_k, **where)
+
+
+def test_scifact_search_through_search_encoder_wrapper_equals_mtebs_default(scifact_mteb):
+    """Per query: the same documents above the k-th score (ties and fp32 rounding
+    may swap documents at the boundary), the same scores to fp32 precision."""
+    mteb, task, model = scifact_mteb
+    theirs = _search(mteb.models.SearchEncoderWrapper(model), task, 100)
+    ours = _search(mteb.models.SearchEncoderWrapper(model, index_backend=GpukitSearchIndex(model, device="cpu")), task, 100)
+    assert ours.keys() == theirs.keys() and len(theirs) == 300
+    for qid, want in theirs.items():
+        got = ours[qid]
+        assert len(got) == len(want) == 100
+        boundary = min(want.values())
+        assert {d for d, s in want.items() if s > boundary + 1e-5} <= set(got), qid
+        for d in set(got) & set(want):
+            assert got[d] == pytest.approx(want[d], abs=1e-5)
+        assert sorted(got.values()) == pytest.approx(sorted(want.values()), abs=1e-5)
+        assert max(want.values()) > 0.1  # the encoder scores documents, not noise
+
+
+def test_scifact_task_scores_equal_mtebs_default_backend(scifact_mteb):
+    """The whole task (mteb's evaluate: search at its top_k 1000, then its
+    pytrec_eval scoring, rounded to 5 decimals): every score the same."""
+    mteb, task, model = scifact_mteb
+    from gpukit.compat.mteb import search_model
+
+    encode = {"batch_size": 512, "show_progress_bar": False}
+    theirs = task.evaluate(mteb.models.SearchEncoderWrapper(model), "test", encode_kwargs=encode)["default"]
+    ours = task.evaluate(search_model(model, device="cpu"), "test", encode_kwargs=encode)["default"]
+    assert ours == theirs
+    assert 0.1 < theirs["ndcg_at_10"] < 0.5 and len(theirs) > 100

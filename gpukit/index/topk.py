@@ -10,7 +10,9 @@ tied elements it keeps at the k-th boundary nor their order, so:
   key (per group of columns) — fixed shapes, no full sort, no host
   synchronisation, whatever the share of tied rows (low-precision scores tie
   across the cut in most rows). It works in the block's dtype, so a bf16
-  matmul result is selected from without an fp32 copy;
+  matmul result is selected from without an fp32 copy. On the
+  CPU, a block where no row ties across the cut skips the tie fill (one
+  host check);
 * :func:`sort_by_score_then_index` orders candidates with two stable sorts
   (index ascending, then score descending), which keeps the index order among
   equal scores.
@@ -55,7 +57,18 @@ def block_topk(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     k = min(k, n)
     if k == n:
         return scores.clone(), torch.arange(n, device=scores.device).expand(rows, n).contiguous()
-    values, positions = torch.topk(scores, k, dim=1, sorted=True)
+    if scores.device.type == "cpu" and k >= 1:
+        # On the CPU a host check costs nothing: when no row's (k+1)-th score
+        # equals its k-th (and none is NaN), the top k of one topk(k + 1) is
+        # the whole answer and the three full-width passes of the tie fill
+        # below are skipped (measured in docs/benchmarks.md, sentence-transformers).
+        values, positions = torch.topk(scores, k + 1, dim=1, sorted=True)
+        edge = values[:, k - 1 : k + 1]
+        if not bool(((edge[:, 0] == edge[:, 1]) | edge.isnan().any(1)).any()):
+            return values[:, :k], positions[:, :k]
+        values, positions = values[:, :k], positions[:, :k]  # = topk(k): every score above the k-th is there
+    else:
+        values, positions = torch.topk(scores, k, dim=1, sorted=True)
     kth = values[:, -1:]
     n_above = (values > kth).sum(1, keepdim=True)
     tied = _first_tied_columns(scores == kth, k)  # ascending columns
