@@ -57,7 +57,8 @@ def block_topk(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     k = min(k, n)
     if k == n:
         return scores.clone(), torch.arange(n, device=scores.device).expand(rows, n).contiguous()
-    if scores.device.type == "cpu" and k >= 1:
+    # (Not under torch.compile: a data-dependent branch breaks a full graph.)
+    if scores.device.type == "cpu" and k >= 1 and not torch.compiler.is_compiling():
         # On the CPU a host check costs nothing: when no row's (k+1)-th score
         # equals its k-th (and none is NaN), the top k of one topk(k + 1) is
         # the whole answer and the three full-width passes of the tie fill
