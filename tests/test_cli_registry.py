@@ -44,8 +44,7 @@ def _cli_means(capsys, argv):
     capsys.readouterr()
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    # `eval --format json` prints an array of runs, `diversity --format json` the run's object.
-    (report,) = out if isinstance(out, list) else [out]
+    (report,) = out  # `--format json`: an array of runs
     return {name: entry["mean"] for name, entry in report["measures"].items()}
 
 

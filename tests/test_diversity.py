@@ -196,7 +196,7 @@ def test_cli_prints_ndeval_values(tmp_path, capsys):
     qrels = _write(tmp_path, "div.qrels", "0 1 A 1\n0 2 B 1\n0 2 D 1\n0 3 C 1\n")
     run = _write(tmp_path, "run", "0 Q0 A 1 9.3 r\n0 Q0 D 2 8.4 r\n0 Q0 E 3 8.1 r\n0 Q0 B 4 7.6 r\n")
     assert main(["diversity", str(qrels), str(run), "-m", "alpha-nDCG@5", "-m", "nNRBP", "--format", "json"]) == 0
-    means = {k: v["mean"] for k, v in json.loads(capsys.readouterr().out)["measures"].items()}
+    means = {k: v["mean"] for k, v in json.loads(capsys.readouterr().out)[0]["measures"].items()}
     assert means["alpha_nDCG@5"] == pytest.approx(0.7868, abs=1e-4) and means["nNRBP"] == pytest.approx(0.8620, abs=1e-4)
 
 
@@ -209,3 +209,35 @@ def test_huge_cutoffs_are_refused_or_read_past_the_ranking():
         gpukit.evaluate_diversity(sub, run, f"ERR_IA@{2**40}")
     got = gpukit.evaluate_diversity(sub, run, [f"alpha_nDCG@{2**62}", f"nERR_IA@{2**62}", f"StRecall@{2**62}"])
     assert got.means() == {f"alpha_nDCG@{2**62}": 1.0, f"nERR_IA@{2**62}": 1.0, f"StRecall@{2**62}": 1.0}
+
+
+def test_cli_json_formats_match_gpukit_eval(tmp_path, capsys):
+    """``gpukit diversity --format json`` is one JSON array of runs (as ``gpukit eval``),
+    ``--format jsonl`` one object per line, and a mean over no query is ``null``, never NaN."""
+    import json
+
+    from gpukit.cli import main
+
+    def no_constants(c):
+        pytest.fail(f"invalid JSON constant {c}")
+
+    qrels = _write(tmp_path, "div.qrels", "0 1 A 1\n0 2 B 1\n0 2 D 1\n0 3 C 1\n")
+    run = _write(tmp_path, "run", "0 Q0 A 1 9.3 r\n0 Q0 D 2 8.4 r\n0 Q0 E 3 8.1 r\n0 Q0 B 4 7.6 r\n")
+    other = _write(tmp_path, "other", "0 Q0 C 1 2.0 s\n")
+    want = [gpukit.evaluate_diversity(SubtopicQrels.from_trec(qrels), gpukit.Run.from_trec(p), "alpha_nDCG@5")
+            for p in (run, other)]
+    assert main(["diversity", str(qrels), str(run), str(other), "-m", "alpha_nDCG@5", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out, parse_constant=no_constants)
+    assert isinstance(doc, list) and [d["run"] for d in doc] == ["run", "other"]
+    for got, report in zip(doc, want):
+        assert got["measures"]["alpha_nDCG@5"]["mean"] == pytest.approx(report.means()["alpha_nDCG@5"], rel=1e-12)
+    assert main(["diversity", str(qrels), str(run), str(other), "-m", "alpha_nDCG@5", "--format", "jsonl"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == doc
+
+    unjudged = _write(tmp_path, "none.qrels", "1 1 X 0\n")  # no relevant subtopic: the query is omitted
+    lone = _write(tmp_path, "lone", "1 Q0 X 1 2.0 s\n")
+    nan = gpukit.evaluate_diversity(SubtopicQrels.from_trec(unjudged), gpukit.Run.from_trec(lone), "alpha_nDCG@5")
+    assert nan.means()["alpha_nDCG@5"] != nan.means()["alpha_nDCG@5"]  # NaN: no query evaluated
+    assert main(["diversity", str(unjudged), str(lone), "-m", "alpha_nDCG@5", "--format", "json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out, parse_constant=no_constants)
+    assert entry["measures"]["alpha_nDCG@5"]["mean"] is None and entry["measures"]["alpha_nDCG@5"]["omitted"] == 1

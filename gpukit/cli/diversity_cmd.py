@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import torch
 
 from gpukit.cli import COMMAND_HELP
+from gpukit.cli._formats import add_format_option, write_reports
 from gpukit.cli._options import device_name, grade, positive_int64
 from gpukit.data.run import Run
 from gpukit.data.subtopic_qrels import SubtopicQrels
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-M", "--max-depth", type=positive_int64, default=None,
                    help="only the top N documents of each ranking count (ndeval -M)")
     p.add_argument("-q", "--per-query", action="store_true", help="also print per-query values")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    add_format_option(p)
     p.add_argument("--device", type=device_name, default="cpu", help="auto, cpu or cuda[:n] (default cpu)")
     p.set_defaults(func=run_diversity)
 
@@ -57,9 +57,5 @@ def run_diversity(args: argparse.Namespace) -> int:
                            complete=args.complete, max_depth=args.max_depth, score_dtype=torch.float64)
         for path in args.runs
     ]
-    if args.format == "json":
-        for report in reports:
-            sys.stdout.write(json.dumps(report.to_dict(per_query=args.per_query)) + "\n")
-    else:
-        sys.stdout.write("\n\n".join(r.to_table(per_query=args.per_query) for r in reports) + "\n")
+    write_reports(sys.stdout, reports, args.format, args.per_query)
     return 0

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 
 import torch
 
+from gpukit.cli._formats import add_format_option, write_reports
 from gpukit.cli._options import device_name, grade, positive_int64
 from gpukit.cli import COMMAND_HELP
 from gpukit.data.qrels import Qrels
@@ -39,10 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-c", "--complete", action="store_true", default=None, help="score qrels topics missing from the run as 0 (trec_eval -c)")
     p.add_argument("-M", "--max-depth", type=positive_int64, default=None, help="only the top N documents of each ranking count (trec_eval -M)")
     p.add_argument("-q", "--per-query", action="store_true", help="also print per-query values")
-    p.add_argument(
-        "--format", choices=["table", "json", "jsonl", "trec"], default="table",
-        help="json: one JSON array, an object per run; jsonl: one object per line (JSON Lines)",
-    )
+    add_format_option(p, extra=("trec",))
     p.add_argument("--device", type=device_name, default="cpu", help="auto, cpu or cuda[:n] (default cpu)")
     p.add_argument("--score-precision", choices=["float64", "float32"], default="float64", help="precision in which scores are compared when sorting")
     p.add_argument("--dedup", choices=["error", "max", "first"], default="error", help="what to do with a document retrieved twice for a query")
@@ -65,13 +62,7 @@ def run_eval(args: argparse.Namespace) -> int:
             )
         )
     out = sys.stdout
-    if args.format == "json":
-        # One document for any number of runs (a parser reads it whole); NaN is null.
-        out.write(json.dumps([r.to_dict(per_query=args.per_query) for r in reports], indent=2, allow_nan=False) + "\n")
-    elif args.format == "jsonl":
-        for report in reports:
-            out.write(json.dumps(report.to_dict(per_query=args.per_query), allow_nan=False) + "\n")
-    elif args.format == "trec":
+    if args.format == "trec":
         from gpukit.trec_eval.inputs import run_tag
 
         # trec_eval's runid is the run file's tag, and -l renames nothing (P_5 at any level).
@@ -83,5 +74,5 @@ def run_eval(args: argparse.Namespace) -> int:
         rel = 1 if args.relevance_level is None else args.relevance_level
         out.write("\n".join(r.to_trec(per_query=args.per_query, rel=rel) for r in tagged) + "\n")
     else:
-        out.write("\n\n".join(r.to_table(per_query=args.per_query) for r in reports) + "\n")
+        write_reports(out, reports, args.format, args.per_query)
     return 0
