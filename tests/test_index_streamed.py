@@ -13,7 +13,7 @@ from gpukit.index import ExactIndex
 from gpukit.index import streamed as streamed_module
 from gpukit.index.streamed import HostStreamedIndex, write_vectors
 from gpukit.pipelines.encoders import HashingEncoder
-from test_prefetch import RecordingCopies, replay
+from copy_schedule import RecordingCopies, replay
 
 BUDGET = 200_000  # bytes: forces many blocks of SciFact
 SMALL = 60_000  # the same for the small tests
