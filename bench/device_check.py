@@ -25,7 +25,13 @@ Figures of merit:
 * budgets: the device paths under ``torch.cuda.set_sync_debug_mode("error")``
   (any host synchronisation raises);
 * CUDA graph: ``update`` captured once, replayed on new batches, state
-  compared with eager updates bit for bit.
+  compared with eager updates bit for bit;
+* host-streamed index: ``HostStreamedIndex`` (bf16 file, 1 GiB budget) with
+  overlapped copies and with synchronous ones (the same blocks), equal to
+  the in-memory ``ExactIndex`` with those blocks bit for bit; queries/s,
+  corpus bytes streamed per second against a pinned and a pageable
+  host-to-device copy probe and against the in-memory index, the measured
+  peak device memory against the budget.
 """
 from __future__ import annotations
 
@@ -49,6 +55,8 @@ SIX = ["nDCG@10", "P@10", "R@100", "RR@10", "AP", "Rprec"]
 CUTOFF_MEASURES = ["nDCG@10", "R@100", "RR@10", "P@10"]
 #: gpukit's core dependencies besides torch; the evaluation paths import pyarrow.
 CORE = ("numpy", "pyarrow", "tqdm")
+#: Rows per step when writing or reading the host-streamed stage's corpus file.
+FILE_STEP = 262_144
 
 
 class Skip(Exception):
@@ -90,6 +98,8 @@ class Sizes:
     graph_update: tuple[int, int]
     stats: tuple[int, int, int]
     repeats: int
+    streamed_docs: int
+    streamed_budget: int
 
 
 REAL = Sizes(
@@ -105,6 +115,8 @@ REAL = Sizes(
     graph_update=(1024, 100_000),
     stats=(10_000, 10_000, 5),
     repeats=10,
+    streamed_docs=2_000_000,  # 3.1 GB of bf16 at d = 768: ~29 blocks of the 1 GiB budget
+    streamed_budget=2**30,
 )
 DRY = Sizes(
     kernels=((100, 10), (1000, 10), (100, 100)),
@@ -119,6 +131,8 @@ DRY = Sizes(
     graph_update=(8, 500),
     stats=(200, 200, 3),
     repeats=2,
+    streamed_docs=3000,
+    streamed_budget=200_000,
 )
 
 
@@ -454,6 +468,118 @@ def stage_stats(report: Report, device: torch.device, sizes: Sizes) -> None:
         report.fail("bootstrap results differ between the CPU and the device")
 
 
+def write_bf16_corpus(path: str, n: int, d: int, device: torch.device, seed: int) -> None:
+    """Gaussian rows rounded to bf16, made on ``device`` in steps, saved as a
+    ``.npy`` of their bit patterns (the file HostStreamedIndex maps)."""
+    import numpy as np
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    stored = np.lib.format.open_memmap(path, mode="w+", dtype=np.uint16, shape=(n, d))
+    for start in range(0, n, FILE_STEP):
+        rows = torch.randn(min(FILE_STEP, n - start), d, generator=g, device=device).to(torch.bfloat16)
+        stored[start : start + rows.shape[0]] = rows.view(torch.int16).cpu().numpy().view(np.uint16)
+    stored.flush()
+    del stored
+
+
+def add_bf16_file(index: Any, path: str, device: torch.device) -> None:
+    """Add the rows of a ``write_bf16_corpus`` file to an in-memory index, in steps."""
+    import numpy as np
+
+    bits = np.load(path, mmap_mode="r")
+    for start in range(0, bits.shape[0], FILE_STEP):
+        rows = torch.from_numpy(np.ascontiguousarray(bits[start : start + FILE_STEP]).view(np.int16))
+        index.add(rows.view(torch.bfloat16).to(device))
+
+
+def host_to_device_rate(device: torch.device, nbytes: int, pinned: bool) -> float:
+    """Best bytes/s of one host-to-device copy of ``nbytes`` (pinned: non-blocking)."""
+    host = torch.ones(nbytes, dtype=torch.uint8, pin_memory=pinned)
+    target = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    return nbytes / best_seconds(lambda: target.copy_(host, non_blocking=pinned), device)
+
+
+def count_syncs(fn: Callable[[], Any], device: torch.device) -> int | str:
+    """Host synchronisations ``fn`` makes, as torch's sync debug mode ("warn") reports them."""
+    import warnings
+
+    if device.type != "cuda":
+        return "n/a"
+    previous = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+    return sum("synchroniz" in str(w.message) for w in caught)
+
+
+def stage_streamed(report: Report, device: torch.device, sizes: Sizes) -> None:
+    import tempfile
+
+    from gpukit.index import ExactIndex
+    from gpukit.index.streamed import HostStreamedIndex
+
+    n, d, q, k, budget = sizes.streamed_docs, sizes.dim, sizes.search_queries, sizes.search_k, sizes.streamed_budget
+    queries = torch.randn(q, d, generator=torch.Generator(device=device).manual_seed(4), device=device)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "corpus.npy")
+        write_bf16_corpus(path, n, d, device, seed=5)
+        overlapped = HostStreamedIndex(path, dtype="bf16", device=device, max_memory=budget, overlap=True)
+        overlapped.search(queries, k)  # plans the blocks; the file is in the page cache since it was written
+        plan = overlapped.last_plan
+        blocks = {"chunk_size": plan.corpus_chunk, "query_batch_size": plan.query_batch}
+        synchronous = HostStreamedIndex(path, dtype="bf16", device=device, max_memory=budget, overlap=False, **blocks)
+        in_memory = ExactIndex(d, dtype="bf16", device=device)
+        same_blocks = ExactIndex(d, dtype="bf16", device=device, **blocks)
+        for index in (in_memory, same_blocks):
+            add_bf16_file(index, path, device)
+        file_bytes = os.path.getsize(path)
+        report.add("blocks", f"{plan.corpus_chunk} rows x {plan.query_batch} queries",
+                   note=f"{-(-n // plan.corpus_chunk)} blocks of a {file_bytes / 1e9:.2f} GB bf16 file, budget {budget} B")
+        report.add("accounted device bytes", overlapped.device_bytes(q, k), "B",
+                   f"overlap; synchronous: {synchronous.device_bytes(q, k, plan, overlapped=False)} B")
+        searches = {
+            "in_memory": lambda: in_memory.search(queries, k),
+            "in_memory_same_blocks": lambda: same_blocks.search(queries, k),
+            "streamed_overlap": lambda: overlapped.search(queries, k),
+            "streamed_sync": lambda: synchronous.search(queries, k),
+        }
+        want = searches["in_memory_same_blocks"]()
+        for name in ("streamed_overlap", "streamed_sync"):
+            got = searches[name]()
+            equal = bool(torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]))
+            report.add(f"{name} == ExactIndex (same blocks)", str(equal), note="scores and positions, bit for bit")
+            if not equal:
+                report.fail(f"{name} differs from ExactIndex with the same blocks")
+        if device.type == "cuda":
+            synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            before = torch.cuda.memory_allocated(device)
+            overlapped.search(queries, k)
+            synchronize(device)
+            peak = torch.cuda.max_memory_allocated(device) - before
+            report.add("peak device bytes, overlapped search", peak, "B", f"budget {budget} B")
+            if peak > budget:
+                report.fail(f"overlapped search peaked at {peak} device bytes, over the budget of {budget}")
+        seconds = {name: median_seconds(fn, device, sizes.repeats) for name, fn in searches.items()}
+        for name, s in seconds.items():
+            report.add(name, q / s, "queries/s", f"median {s * 1e3:.3g} ms; corpus bytes at {file_bytes / s / 1e9:.3g} GB/s")
+        report.add("overlap / sync", seconds["streamed_overlap"] / seconds["streamed_sync"], "x", "time ratio, same blocks")
+        report.add("streamed_overlap / in_memory", seconds["streamed_overlap"] / seconds["in_memory"], "x", "time ratio")
+        for name in ("streamed_overlap", "streamed_sync"):
+            report.add(f"host syncs, {name}", count_syncs(searches[name], device), note='torch.cuda.set_sync_debug_mode("warn")')
+    if device.type == "cuda":
+        probe = min(file_bytes, 2**30)
+        for pinned in (True, False):
+            rate = host_to_device_rate(device, probe, pinned)
+            report.add(f"H2D copy probe, {'pinned' if pinned else 'pageable'}", rate / 1e9, "GB/s", f"best of {probe} B copies")
+    else:
+        report.add("H2D copy probe", "n/a", note="CPU dry run: no host-to-device copy")
+
+
 STAGES: dict[str, tuple[Callable[[Report, torch.device, Sizes], None], tuple[str, ...]]] = {
     "env": (stage_env, ()),
     "cuda_tests": (stage_cuda_tests, ()),
@@ -463,6 +589,7 @@ STAGES: dict[str, tuple[Callable[[Report, torch.device, Sizes], None], tuple[str
     "budgets": (stage_budgets, CORE),
     "graph": (stage_graph, CORE),
     "stats": (stage_stats, ("numpy", "tqdm")),
+    "streamed": (stage_streamed, ("numpy", "tqdm")),
 }
 
 

@@ -22,6 +22,8 @@
 #   budgets    device paths under torch.cuda.set_sync_debug_mode("error")
 #   graph      CUDA-graph capture of update: capture, replay, compare with eager
 #   stats      bootstrap / randomization on the device, CPU == device
+#   streamed   HostStreamedIndex, overlapped vs synchronous copies (same blocks), == ExactIndex,
+#              queries/s and corpus GB/s vs the in-memory index and an H2D copy probe, peak memory
 #   streaming  bench/compare_streaming.py --device (torchmetrics etc. if present)
 #   stats_ranx bench/compare_stats_ranx.py --device (ranx if present)
 #   ivf        gpukit bench with faiss IVF on the GPU (only with faiss-gpu)
@@ -102,6 +104,7 @@ else
     check budgets 30
     check graph 35
     check stats 30
+    check streamed 90
 
     if ! has_module pyarrow || ! has_module tqdm; then
         skip streaming "pyarrow or tqdm (gpukit core dependencies) missing"

@@ -29,7 +29,7 @@ def device_check():
     del sys.modules["device_check"]
 
 
-@pytest.mark.parametrize("stage", ["graph", "budgets", "stats"])
+@pytest.mark.parametrize("stage", ["graph", "budgets", "stats", "streamed"])
 def test_stage_runs_on_cpu_and_writes_its_report(device_check, stage, tmp_path):
     result = device_check.run_stage(stage, str(tmp_path), dry_run=True)
     assert result["status"] == "ok", result
@@ -41,6 +41,8 @@ def test_stage_runs_on_cpu_and_writes_its_report(device_check, stage, tmp_path):
         assert values["graph state == eager state"] == "True"
     if stage == "stats":
         assert values["bootstrap CPU == device"] == "True"
+    if stage == "streamed":
+        assert values["streamed_overlap == ExactIndex (same blocks)"] == values["streamed_sync == ExactIndex (same blocks)"] == "True"
 
 
 def test_missing_core_dependency_is_a_skip_with_a_reason(device_check, tmp_path, monkeypatch):
@@ -89,7 +91,7 @@ def test_dry_run_script_leaves_one_archive_and_a_summary(tmp_path):
     with tarfile.open(dest / "device_check.tar.gz") as archive:
         names = set(archive.getnames())
         status = archive.extractfile("device_check/status.tsv").read().decode().splitlines()
-    stages = ["env", "cuda_tests", "kernels", "update", "search", "budgets", "graph", "stats"]
+    stages = ["env", "cuda_tests", "kernels", "update", "search", "budgets", "graph", "stats", "streamed"]
     assert {f"device_check/{s}.json" for s in stages} <= names
     assert "device_check/summary.md" in names
     rows = {line.split("\t")[0]: line.split("\t")[1] for line in status}

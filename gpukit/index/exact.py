@@ -23,13 +23,28 @@ This removes query rounding and matmul rounding; the storage rounding of
 the corpus remains.
 
 Ties: results are ordered by (score desc, index asc), see
-:mod:`gpukit.index.topk`, so equal scores list the smaller position first
-whatever the chunk size.
+:mod:`gpukit.index.topk`: among the scores as computed, equal scores list
+the smaller position first whatever the chunk size.
+
+Chunking. The scores themselves can depend on the block shape: BLAS and
+cuBLAS choose kernels and summation orders by the matrix shape (and by a
+column's place in it), so with float vectors one (query, document) score can
+differ between chunk sizes in its last bits (within the rounding error of
+the d-term dot product); two equal vectors in different chunks can then
+score a few ulps apart and come out in either order. Results are identical
+for every chunk size and query batch size when every score is computed
+exactly (each product and partial sum representable in the accumulation,
+e.g. small integer-valued vectors), and identical for the same block sizes
+on the same device and thread settings (the same shapes, the same kernels: what
+:class:`~gpukit.index.streamed.HostStreamedIndex`'s equality rests on).
+Otherwise two chunkings differ only by such rounding-level score
+differences and the order they give to documents that close
+(``tests/test_index_exact.py``).
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -218,22 +233,21 @@ class ExactIndex(SearchIndex):
         query_sq_norms = rounded_queries.float().square().sum(dim=1)
         plan = self._plan(queries.shape[0], k, compute_dtype)
         best_scores, best_positions = empty_topk(queries.shape[0], k, self.device)
-        for doc_start in range(0, self.ntotal, plan.corpus_chunk):
-            doc_stop = doc_start + plan.corpus_chunk
-            chunk, sq_norms = self._chunk(doc_start, doc_stop, compute_dtype)
-            for q_start in range(0, queries.shape[0], plan.query_batch):
-                rows = slice(q_start, q_start + plan.query_batch)
-                with ieee_fp32_matmul():
-                    block = torch.matmul(rounded_queries[rows], chunk.T)
-                if sq_norms is not None:
-                    block.mul_(2).sub_(sq_norms).sub_(query_sq_norms[rows, None])
-                    block.clamp_(max=0.0)
-                # Selected in the matmul's dtype: the k values upcast are the
-                # fp32 block's, without a (B, n) fp32 copy.
-                values, positions = block_topk(block, k)
-                best_scores[rows], best_positions[rows] = merge_topk(
-                    best_scores[rows], best_positions[rows], values.float(), positions + doc_start
-                )
+        with self._corpus_blocks(plan.corpus_chunk, compute_dtype) as blocks:
+            for doc_start, chunk, sq_norms in blocks:
+                for q_start in range(0, queries.shape[0], plan.query_batch):
+                    rows = slice(q_start, q_start + plan.query_batch)
+                    with ieee_fp32_matmul():
+                        block = torch.matmul(rounded_queries[rows], chunk.T)
+                    if sq_norms is not None:
+                        block.mul_(2).sub_(sq_norms).sub_(query_sq_norms[rows, None])
+                        block.clamp_(max=0.0)
+                    # Selected in the matmul's dtype: the k values upcast are the
+                    # fp32 block's, without a (B, n) fp32 copy.
+                    values, positions = block_topk(block, k)
+                    best_scores[rows], best_positions[rows] = merge_topk(
+                        best_scores[rows], best_positions[rows], values.float(), positions + doc_start
+                    )
         return best_scores, best_positions
 
     def _plan(self, n_queries: int, k: int, compute_dtype: torch.dtype) -> BlockPlan:
@@ -247,6 +261,17 @@ class ExactIndex(SearchIndex):
             budget=memory_budget(self.device, self.max_memory),
             chunk_size=self.chunk_size,
             query_batch=self.query_batch_size,
+        )
+
+    @contextmanager
+    def _corpus_blocks(
+        self, rows_per_block: int, compute_dtype: torch.dtype
+    ) -> Iterator[Iterable[tuple[int, torch.Tensor, torch.Tensor | None]]]:
+        """``(start, rows, squared norms)`` per block of ``rows_per_block`` corpus rows, in order
+        (a context: a subclass may hold copies in flight that an error must drain)."""
+        yield (
+            (start, *self._chunk(start, start + rows_per_block, compute_dtype))
+            for start in range(0, self.ntotal, rows_per_block)
         )
 
     def _chunk(self, start: int, stop: int, compute_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -17,8 +17,10 @@ tied elements it keeps at the k-th boundary nor their order, so:
   (index ascending, then score descending), which keeps the index order among
   equal scores.
 
-Together they make the final top-k a function of the scores alone, so it is
-identical for every corpus chunking.
+Together they make the final top-k a function of the scores alone: for the
+same scores it is identical for every corpus chunking. (The scores
+themselves can differ in the last bit between block shapes: see
+:mod:`gpukit.index.exact`.)
 """
 from __future__ import annotations
 
