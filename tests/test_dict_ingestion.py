@@ -62,10 +62,7 @@ def test_host_ranking_matches_python_sort(seed):
     scores = [[float(np.float32(v)) for v in row] for row in scores]  # its precondition: float32 values
     c, s = np.array(codes, dtype=np.int64), np.array(scores, dtype=np.float64)
     rank_rows_host(c, s)
-    for row in range(len(codes)):
-        want_codes, want_scores = reference_row(codes[row], scores[row])
-        assert c[row].tolist() == want_codes
-        assert s[row].tolist() == want_scores
+    assert list(zip(c.tolist(), s.tolist())) == [reference_row(*row) for row in zip(codes, scores)]
 
 
 def test_from_dict_equals_from_arrays_of_the_listed_pairs():
