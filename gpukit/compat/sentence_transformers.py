@@ -35,6 +35,8 @@ from typing import Any
 import torch
 from sentence_transformers import util
 
+from gpukit.threads import SMALL_WORK, threads_for
+
 try:  # sentence-transformers >= 6 (the old path still works there, with a warning)
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 except ImportError:
@@ -45,6 +47,13 @@ __all__ = ["GpukitInformationRetrievalEvaluator", "InformationRetrievalEvaluator
 #: sentence-transformers similarity name -> ExactIndex metric (same ranking).
 METRICS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
 _FUNCTIONS = {util.cos_sim: "cosine", util.dot_score: "ip"}
+#: Scores (queries x corpus documents) below which the whole search and
+#: evaluation run on one intra-op thread (gpukit.threads): at SciFact scale
+#: (1.6M scores) torch's two-thread pool made the call 3x slower on a loaded
+#: 2-core VM and one thread was about 1.5x slower on a quiet one; at
+#: 1,024 x 100,000 (102M) the matmul keeps the caller's threads
+#: (docs/benchmarks.md, "sentence-transformers evaluator").
+SMALL_SEARCH_SCORES = 1 << 23
 #: sentence-transformers result key -> gpukit family.
 FAMILIES = {"accuracy@k": "Success", "precision@k": "P", "recall@k": "R", "ndcg@k": "nDCG", "mrr@k": "RR", "map@k": "APCap"}
 
@@ -85,26 +94,50 @@ class GpukitInformationRetrievalEvaluator(InformationRetrievalEvaluator):
             corpus_embeddings = corpus_embeddings.to_dense()
         corpus_embeddings = torch.as_tensor(corpus_embeddings, device=queries.device)
         # Corpus in corpus-id order: the index breaks score ties by position, i.e. by id ascending.
-        order = sorted(range(len(self.corpus_ids)), key=self.corpus_ids.__getitem__)
-        doc_ids = [self.corpus_ids[i] for i in order]
-        in_order = all(i == j for i, j in zip(order, range(len(order))))
-        corpus_sorted = (corpus_embeddings if in_order else corpus_embeddings[torch.tensor(order, device=corpus_embeddings.device)]).float()
+        order, corpus, qrels = self._fixed_inputs()
+        corpus_sorted = (corpus_embeddings if order is None else corpus_embeddings[order.to(corpus_embeddings.device)]).float()
         ks = {key: getattr(self, attr) for key, attr in (("accuracy@k", "accuracy_at_k"), ("precision@k", "precision_recall_at_k"),
               ("recall@k", "precision_recall_at_k"), ("ndcg@k", "ndcg_at_k"), ("mrr@k", "mrr_at_k"), ("map@k", "map_at_k"))}
-        depth = min(max(max(v) for v in ks.values()), len(doc_ids))
+        depth = min(max(max(v) for v in ks.values()), len(corpus))
         names = [f"{FAMILIES[key]}@{k}" for key, values in ks.items() for k in values]
         qids = list(self.queries_ids)
-        qrels = gpukit.Qrels.from_dict({q: self.grades[q] for q in qids})
         out = {}
-        for name, metric in metrics.items():
-            index = ExactIndex(corpus_sorted.shape[1], metric=metric, device=queries.device)
-            index.add(corpus_sorted)
-            scores, positions = index.search(queries.float(), depth)
-            # Scores that encode the index's order, so evaluate's own tie rule has nothing to break.
-            rank_scores = torch.arange(depth, 0, -1, device=scores.device, dtype=torch.float64).expand(len(qids), depth)
-            report = gpukit.evaluate(qrels, gpukit.Run.from_topk(rank_scores, positions, qids, doc_ids), names,
-                                     device=queries.device)
-            out[name] = {key: {k: report[f"{FAMILIES[key]}@{k}"].mean for k in values} for key, values in ks.items()}
+        # Small searches (SciFact: 300 x 5,183 scores) run on one intra-op thread, matmul included
+        # (see SMALL_SEARCH_SCORES); larger ones keep the caller's count for the matmul.
+        n_scores = len(qids) * len(corpus)
+        with threads_for(n_scores * SMALL_WORK // SMALL_SEARCH_SCORES, queries.device):
+            for name, metric in metrics.items():
+                index = ExactIndex(corpus_sorted.shape[1], metric=metric, device=queries.device)
+                index.add(corpus_sorted)
+                scores, positions = index.search(queries.float(), depth)
+                # Scores that encode the index's order, so evaluate's own tie rule has nothing to break.
+                rank_scores = torch.arange(depth, 0, -1, device=scores.device, dtype=torch.float64).expand(len(qids), depth)
+                report = gpukit.evaluate(qrels, gpukit.Run.from_topk(rank_scores, positions, qids, corpus), names,
+                                         device=queries.device)
+                out[name] = {key: {k: report[f"{FAMILIES[key]}@{k}"].mean for k in values} for key, values in ks.items()}
         return out
+
+    def _fixed_inputs(self) -> tuple[torch.Tensor | None, Any, Any]:
+        """What depends only on the ids and judgments, built on the first call and
+        then reused (training calls the evaluator every few hundred steps): the
+        permutation into corpus-id order (``None``: already in it), the sorted
+        corpus ids' doc keys (:class:`gpukit.data.corpus_keys.CorpusKeys`) and the
+        qrels of the queries. Rebuilt if ``corpus_ids``, ``queries_ids`` or the
+        judgments are replaced (not if they are edited in place)."""
+        import gpukit
+        from gpukit.data.corpus_keys import CorpusKeys
+
+        key = (id(self.corpus_ids), id(self.queries_ids), id(self.grades))
+        cached = getattr(self, "_gpukit_fixed", None)
+        if cached is None or cached[0] != key:
+            ids = self.corpus_ids
+            order = sorted(range(len(ids)), key=ids.__getitem__)
+            permutation = None if all(i == j for i, j in enumerate(order)) else torch.tensor(order)
+            corpus = CorpusKeys([ids[i] for i in order], "corpus")
+            qrels = gpukit.Qrels.from_dict({q: self.grades[q] for q in self.queries_ids})
+            # The objects themselves are kept with the key, so that an id() is never reused while cached.
+            cached = (key, (permutation, corpus, qrels), (self.corpus_ids, self.queries_ids, self.grades))
+            self._gpukit_fixed = cached
+        return cached[1]
 
     compute_metrices = compute_all_metrics
