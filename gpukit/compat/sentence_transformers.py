@@ -50,10 +50,10 @@ METRICS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
 _FUNCTIONS = {util.cos_sim: "cosine", util.dot_score: "ip"}
 #: Scores (queries x corpus documents) below which the whole search and
 #: evaluation run on one intra-op thread (gpukit.threads): at SciFact scale
-#: (1.6M scores) torch's two-thread pool made the call 3x slower on a loaded
-#: 2-core VM and one thread was about 1.5x slower on a quiet one; at
-#: 1,024 x 100,000 (102M) the matmul keeps the caller's threads
-#: (docs/benchmarks.md, "sentence-transformers evaluator").
+#: (1.6M scores) one thread took 50-100 ms a call under any load measured,
+#: two 30-270 ms; at 1,024 x 100,000 (102M) the matmul keeps the caller's
+#: threads (docs/benchmarks.md, "sentence-transformers evaluator"; the
+#: crossover between the two sizes is not measured).
 SMALL_SEARCH_SCORES = 1 << 23
 #: sentence-transformers result key -> gpukit family.
 FAMILIES = {"accuracy@k": "Success", "precision@k": "P", "recall@k": "R", "ndcg@k": "nDCG", "mrr@k": "RR", "map@k": "APCap"}
