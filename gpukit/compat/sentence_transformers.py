@@ -36,7 +36,7 @@ import torch
 from sentence_transformers import util
 
 from gpukit.index.topk import sort_by_score_then_index
-from gpukit.threads import SMALL_WORK, threads_for
+from gpukit.threads import SMALL_WORK, machine_busy, threads_for
 
 try:  # sentence-transformers >= 6 (the old path still works there, with a warning)
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
@@ -48,12 +48,14 @@ __all__ = ["GpukitInformationRetrievalEvaluator", "InformationRetrievalEvaluator
 #: sentence-transformers similarity name -> ExactIndex metric (same ranking).
 METRICS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
 _FUNCTIONS = {util.cos_sim: "cosine", util.dot_score: "ip"}
-#: Scores (queries x corpus documents) below which the whole search and
-#: evaluation run on one intra-op thread (gpukit.threads): at SciFact scale
-#: (1.6M scores) one thread took 50-100 ms a call under any load measured,
-#: two 30-270 ms; at 1,024 x 100,000 (102M) the matmul keeps the caller's
-#: threads (docs/benchmarks.md, "sentence-transformers evaluator"; the
-#: crossover between the two sizes is not measured).
+#: Scores (queries x corpus documents) below which, on a busy machine
+#: (:func:`gpukit.threads.machine_busy`), the whole search and evaluation run
+#: on one intra-op thread: at SciFact scale (1.6M scores) on a 2-core VM one
+#: thread took 75-100 ms a call under load 4-5, two threads 230-270 ms; on
+#: the quiet VM two threads were faster (36-38 against 51-56 ms). At 1,024 x
+#: 100,000 (102M) the matmul keeps the caller's threads (docs/benchmarks.md,
+#: "sentence-transformers evaluator"; the crossover between the two sizes is
+#: not measured). The values do not depend on the thread count.
 SMALL_SEARCH_SCORES = 1 << 23
 #: sentence-transformers result key -> gpukit family.
 FAMILIES = {"accuracy@k": "Success", "precision@k": "P", "recall@k": "R", "ndcg@k": "nDCG", "mrr@k": "RR", "map@k": "APCap"}
@@ -101,10 +103,10 @@ class GpukitInformationRetrievalEvaluator(InformationRetrievalEvaluator):
         names = [f"{FAMILIES[key]}@{k}" for key, values in ks.items() for k in values]
         qids = list(self.queries_ids)
         out = {}
-        # Small searches (SciFact: 300 x 5,183 scores) run on one intra-op thread, matmul included
-        # (see SMALL_SEARCH_SCORES); larger ones keep the caller's count for the matmul.
-        n_scores = len(qids) * len(corpus)
-        with threads_for(n_scores * SMALL_WORK // SMALL_SEARCH_SCORES, queries.device):
+        # Small searches (SciFact: 300 x 5,183 scores) on a busy machine run on one intra-op
+        # thread, matmul included (see SMALL_SEARCH_SCORES); others keep the caller's count.
+        one_thread = len(qids) * len(corpus) < SMALL_SEARCH_SCORES and machine_busy()
+        with threads_for(0 if one_thread else SMALL_WORK, queries.device):
             for name, metric in metrics.items():
                 ranks = _search_by_id_rank(ExactIndex, metric, corpus_embeddings, queries.float(), depth, id_rank)
                 # Scores that encode the ranking, so evaluate's own tie rule has nothing to break.
