@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -102,6 +103,9 @@ def test_nan_scores_and_bad_values_name_the_pair():
     with pytest.raises(InputFormatError, match="not a number"):
         Run.from_dict({"q": {"d": "high"}})
     assert Run.from_dict({"q": {"d": "1.5", "e": 2, "f": True}}).to_dict() == {"q": {"e": 2.0, "d": 1.5, "f": 1.0}}
+    assert Run.from_dict({"q": {"d": Decimal("0.25"), "e": np.float32(0.5)}}).to_dict() == {"q": {"e": 0.5, "d": 0.25}}
+    with pytest.raises(UsageTypeError, match=r"values must be numbers, got int 1\d+\.\.\."):
+        compat.RelevanceEvaluator(QRELS, {"map"}).evaluate({"q1": {"d1": 10**400}})  # beyond a double
     with pytest.raises(InputFormatError, match="query 'q' doc 'e': grade 0.5 is not an integer"):
         Qrels.from_dict({"q": {"d": 1, "e": 0.5}})
     assert Qrels.from_dict({"q": {"d": 1.0, "e": True, "f": np.int64(2)}}).to_dict() == {"q": {"d": 1, "e": 1, "f": 2}}

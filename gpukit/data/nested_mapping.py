@@ -114,18 +114,20 @@ def _numbers(values: list, what: str, strict: bool, grades: bool) -> np.ndarray:
     try:
         return np.frombuffer(array.array("d", values), dtype=np.float64)
     except (TypeError, OverflowError):
-        bad = next((v for v in values if isinstance(v, (str, bytes, complex, np.complexfloating)) or not _is_real(v)), None)
-        if strict or bad is None:
-            raise UsageTypeError(f"{what}: values must be numbers, got {type(bad).__name__} {bad!r}") from None
-    try:  # not strict: numbers written as text ("1.5"), as float() reads them
+        if strict:
+            bad = next(v for v in values if not _one_double(v))
+            shown = repr(bad) if len(repr(bad)) <= 60 else repr(bad)[:57] + "..."
+            raise UsageTypeError(f"{what}: values must be numbers, got {type(bad).__name__} {shown}") from None
+    try:  # not strict: anything float() reads ("1.5", Decimal)
         return np.array([float(v) for v in values], dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InputFormatError(what, None, f"a value is not a number ({exc})") from None
 
 
-def _is_real(value) -> bool:
+def _one_double(value) -> bool:
+    """Whether ``array("d")`` takes ``value`` (the strict rule for one value)."""
     try:
-        float(value)
-    except (TypeError, ValueError, OverflowError):
+        array.array("d", [value])
+    except (TypeError, OverflowError):
         return False
     return True
