@@ -7,17 +7,23 @@ with ``compute_aggregated_measure``. The data is synthetic and the same for
 both (seeded): TOPICS topics x DOCS retrieved documents, about 40 judgments a
 topic (grades 0-3), scores rounded to 3 decimals (ties), RUNS runs.
 
-    python bench/compare_pytrec_compat.py pytrec_eval|compat|check [--topics 250 --docs 1000 --runs 10]
+    python bench/compare_pytrec_compat.py pytrec_eval|compat|check|per-run [--topics 250 --docs 1000 --runs 10]
 
 ``pytrec_eval`` / ``compat`` run the evaluation with that module and print
 nothing; time them as whole processes. ``check`` runs both and exits 1 unless
-every per-query value agrees to 1e-12.
+every per-query value agrees to 1e-12. ``per-run`` times one ``evaluate(run)``
+in one process, after imports and the evaluators' construction: CPU seconds
+(user + system of the process, ``time.process_time``) and wall seconds per
+call, the two modules alternating over ``--repeats`` rounds of the ``--runs``
+runs; prints the medians and the median of the per-call CPU ratios.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -55,14 +61,42 @@ def evaluate(module, qrels, runs):
     return out
 
 
+def per_run(qrels, runs, repeats: int) -> int:
+    import pytrec_eval
+
+    from gpukit.compat import pytrec_eval as compat
+
+    evaluators = {"pytrec_eval": pytrec_eval.RelevanceEvaluator(qrels, MEASURES), "compat": compat.RelevanceEvaluator(qrels, MEASURES)}
+    for evaluator in evaluators.values():  # warm-up call, not counted
+        evaluator.evaluate(runs[0])
+    cpu: dict[str, list[float]] = {name: [] for name in evaluators}
+    wall: dict[str, list[float]] = {name: [] for name in evaluators}
+    for r in range(repeats):
+        for run in runs:
+            for name in (list(evaluators) if r % 2 else list(evaluators)[::-1]):
+                c, w = time.process_time(), time.perf_counter()
+                evaluators[name].evaluate(run)
+                cpu[name].append(time.process_time() - c)
+                wall[name].append(time.perf_counter() - w)
+    pairs = [p / g for p, g in zip(cpu["pytrec_eval"], cpu["compat"])]
+    print(f"{len(qrels)} topics x {sum(map(len, runs[0].values())) // len(runs[0])} documents, {len(runs) * repeats} calls each; "
+          f"medians per evaluate(run): pytrec_eval cpu {statistics.median(cpu['pytrec_eval']):.3f} s wall "
+          f"{statistics.median(wall['pytrec_eval']):.3f} s; compat cpu {statistics.median(cpu['compat']):.3f} s wall "
+          f"{statistics.median(wall['compat']):.3f} s; pytrec_eval/compat cpu {statistics.median(pairs):.2f}x (median of paired calls)")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["pytrec_eval", "compat", "check"])
+    parser.add_argument("mode", choices=["pytrec_eval", "compat", "check", "per-run"])
     parser.add_argument("--topics", type=int, default=250)
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3, help="per-run: rounds over the runs")
     args = parser.parse_args()
     qrels, runs = make_data(args.topics, args.docs, args.runs)
+    if args.mode == "per-run":
+        return per_run(qrels, runs, args.repeats)
     if args.mode == "pytrec_eval":
         import pytrec_eval
 

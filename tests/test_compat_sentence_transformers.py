@@ -100,6 +100,95 @@ def test_graded_qrels_use_grades_for_ndcg_only():
     assert ours["cosine_ndcg@10"] == pytest.approx(sum(values) / len(values), abs=1e-9)
 
 
+def test_reused_evaluator_stays_equal_to_sentence_transformers_when_inputs_are_replaced():
+    # The corpus order, its doc keys and the qrels are built on the first call and reused:
+    # replacing the ids or the judgments must rebuild them, and the thread count is put back.
+    queries, corpus, relevant, vectors = _data(5)
+    model = FakeModel(vectors)
+    evaluator = GpukitInformationRetrievalEvaluator(queries, corpus, relevant, **KS)
+    threads = torch.get_num_threads()
+    first = evaluator(model)
+    assert evaluator(model) == first and torch.get_num_threads() == threads
+    _, corpus2, relevant2, _ = _data(6)  # other judgments; corpus in another order, other texts
+    corpus2 = {d: corpus[d] for d in sorted(corpus, reverse=True)}
+    theirs = InformationRetrievalEvaluator(queries, corpus2, relevant2, **KS)
+    evaluator.corpus_ids, evaluator.corpus = list(theirs.corpus_ids), list(theirs.corpus)
+    evaluator.grades = {q: dict.fromkeys(docs, 1) for q, docs in theirs.relevant_docs.items()}
+    evaluator.relevant_docs = theirs.relevant_docs
+    ours, expected = evaluator(model), theirs(model)
+    assert ours.keys() == expected.keys()
+    for key, value in expected.items():
+        assert ours[key] == pytest.approx(value, abs=1e-12), key
+
+
+def _count_indexes(monkeypatch) -> list:
+    """A list that grows by one per ExactIndex the adapter builds."""
+    built = []
+
+    class CountedIndex(gpukit.index.ExactIndex):
+        def __init__(self, *args, **kwargs):
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(gpukit.index, "ExactIndex", CountedIndex)
+    return built
+
+
+def test_unsorted_corpus_ids_without_ties_searched_in_place(monkeypatch):
+    # Corpus ids out of order and no tied scores: the corpus is searched as given (no reordered
+    # copy) and the ranking re-sorted by (score, id); the reordered search must not be needed.
+    g = torch.Generator().manual_seed(7)
+    rng = random.Random(7)
+    corpus = {f"d{i}": f"doc {i}" for i in rng.sample(range(300), 300)}  # "d10" < "d9": id order is not position order
+    queries = {f"q{i}": f"query {i}" for i in range(20)}
+    texts = list(corpus.values()) + list(queries.values())
+    vectors = dict(zip(texts, torch.randn(len(texts), 16, generator=g)))
+    relevant = {q: set(rng.sample(sorted(corpus), 4)) for q in queries}
+    built = _count_indexes(monkeypatch)
+    ours = GpukitInformationRetrievalEvaluator(queries, corpus, relevant, **KS)(FakeModel(vectors))
+    theirs = InformationRetrievalEvaluator(queries, corpus, relevant, **KS)(FakeModel(vectors))
+    assert len(built) == 1  # one index: no second search over a reordered copy
+    for key, value in theirs.items():
+        assert ours[key] == pytest.approx(value, abs=1e-12), key
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ties_across_the_cut_with_unsorted_ids_search_the_corpus_in_id_order(seed, monkeypatch):
+    # Exact ties (few distinct vectors) and k below the corpus size: some row ties across the
+    # cut, so which tied documents enter the top k depends on the tie rule (id ascending).
+    queries, corpus, relevant, vectors = _data(seed)
+    ks = {"mrr_at_k": [3], "ndcg_at_k": [5], "accuracy_at_k": [1], "precision_recall_at_k": [4], "map_at_k": [6]}
+    built = _count_indexes(monkeypatch)
+    ours = GpukitInformationRetrievalEvaluator(queries, corpus, relevant, **ks)(FakeModel(vectors))
+    theirs = InformationRetrievalEvaluator(queries, corpus, relevant, **ks)(FakeModel(vectors))
+    for key, value in theirs.items():
+        assert ours[key] == pytest.approx(value, abs=1e-12), key
+    assert len(built) == 2  # the search in place, then the one over the corpus in id order
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_small_search_on_one_thread_only_on_a_busy_machine(busy, monkeypatch):
+    import gpukit.compat.sentence_transformers as adapter
+
+    queries, corpus, relevant, vectors = _data(8)
+    seen = []
+    real_search = gpukit.index.ExactIndex.search
+
+    def search(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real_search(self, *args, **kwargs)
+
+    monkeypatch.setattr(gpukit.index.ExactIndex, "search", search)
+    monkeypatch.setattr(adapter, "machine_busy", lambda: busy)
+    saved = torch.get_num_threads()
+    torch.set_num_threads(3)  # a count no default gives
+    try:
+        GpukitInformationRetrievalEvaluator(queries, corpus, relevant, **KS)(FakeModel(vectors))
+        assert seen == [1 if busy else 3] and torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(saved)
+
+
 def test_custom_score_function_falls_back_to_sentence_transformers():
     queries, corpus, relevant, vectors = _data(4)
     fns = {"neg_manhattan": lambda a, b: -torch.cdist(a, b, p=1)}

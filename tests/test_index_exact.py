@@ -12,7 +12,7 @@ from gpukit.errors import DeviceError
 from gpukit.index import ExactIndex, IndexUsageError, SearchIndex
 from gpukit.index import exact as exact_module
 from gpukit.index.base import as_device_tensor
-from gpukit.index.topk import sort_by_score_then_index
+from gpukit.index.topk import merge_topk, sort_by_score_then_index
 
 CUDA = pytest.param(
     "cuda",
@@ -199,6 +199,27 @@ def test_sort_by_score_then_index_matches_lexsort():
     order = np.stack([np.lexsort((indices[r], -scores[r])) for r in range(20)])
     np.testing.assert_array_equal(got_idx.numpy(), np.take_along_axis(indices, order, axis=1))
     np.testing.assert_array_equal(got_scores.numpy(), np.take_along_axis(scores, order, axis=1))
+
+
+@pytest.mark.parametrize("offset", [50, 2**31 - 60, 2**40])  # the last: indices too wide for packed keys
+def test_merge_topk_matches_lexsort(offset):
+    # Both halves of a merge from a plain lexsort; scores with +-0 (equal), +-inf, subnormals and ties.
+    rng = np.random.default_rng(offset % 97)
+    values = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, 3.0, 1e-40, -1e-40], dtype=np.float32)
+    k = 9
+    best = values[rng.integers(0, len(values), size=(30, k))]
+    best_idx = np.stack([rng.permutation(50)[:k] for _ in range(30)])
+    order = np.stack([np.lexsort((best_idx[r], -best[r])) for r in range(30)])  # -(-0.0) == 0.0: one key
+    best, best_idx = np.take_along_axis(best, order, 1), np.take_along_axis(best_idx, order, 1)
+    new = values[rng.integers(0, len(values), size=(30, k))]
+    new_idx = np.stack([rng.permutation(50)[:k] + offset for _ in range(30)])
+    got_scores, got_idx = merge_topk(*(torch.from_numpy(a) for a in (best, best_idx, new, new_idx)))
+    scores, indices = np.concatenate([best, new], 1), np.concatenate([best_idx, new_idx], 1)
+    order = np.stack([np.lexsort((indices[r], -scores[r])) for r in range(30)])[:, :k]
+    np.testing.assert_array_equal(got_idx.numpy(), np.take_along_axis(indices, order, axis=1))
+    want = np.take_along_axis(scores, order, axis=1)
+    np.testing.assert_array_equal(got_scores.numpy(), want)
+    np.testing.assert_array_equal(np.signbit(got_scores.numpy()), np.signbit(want))  # the very values, -0.0 kept
 
 
 def test_k_out_of_range_and_bad_input_are_errors():

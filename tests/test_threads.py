@@ -105,3 +105,10 @@ def test_in_process_cli_call_leaves_the_collector_alone(capsys):
     assert gpukit.cli.main(["eval", str(DATA / "qrels.test"), str(DATA / "results.test"), "-m", "AP"]) == 0
     assert "AP" in capsys.readouterr().out
     assert gc.get_freeze_count() == before and gc.isenabled()
+
+
+@pytest.mark.parametrize("load, busy", [(0.0, False), (1.9, False), (2.0, True), (7.5, True)])
+def test_machine_busy_when_the_load_average_reaches_the_cores(monkeypatch, load, busy):
+    monkeypatch.setattr(gpukit.threads.os, "getloadavg", lambda: (load, 0.0, 0.0))
+    monkeypatch.setattr(gpukit.threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert gpukit.threads.machine_busy() is busy

@@ -122,24 +122,28 @@ def _prototypes() -> list:
 
 
 class GpukitEvaluator(providers.Evaluator):
-    """Qrels converted once; each run evaluated by :func:`gpukit.evaluate` (all measures in one pass)."""
+    """Qrels converted once; each run evaluated by :func:`gpukit.evaluate` (all measures in one pass).
+
+    Qrels and runs of any ir_measures form are read as dict-of-dicts, the
+    form the pytrec_eval provider reads (so a document given twice for a
+    query keeps its last value, as there), then built by
+    :meth:`gpukit.Qrels.from_dict` / :meth:`gpukit.Run.from_dict` in one pass;
+    dicts are read as they are.
+    """
 
     def __init__(self, measures: Iterable[Any], qrels: Any, device: Any = None) -> None:
         import gpukit
 
-        frame = ir_measures.util.QrelsConverter(qrels).as_pd_dataframe()
-        self.qrels = gpukit.Qrels.from_arrays(frame["query_id"].astype(str).tolist(), frame["doc_id"].astype(str).tolist(),
-                                              frame["relevance"].astype(int).tolist())
+        judgments = ir_measures.util.QrelsConverter(qrels).as_dict_of_dict()
+        self.qrels = gpukit.Qrels.from_dict(judgments, source="<ir_measures qrels>")
         self.pairs = [(m, to_gpukit(m)) for m in measures]
         self.device = device
-        super().__init__([m for m, _ in self.pairs], set(frame["query_id"].astype(str)))
+        super().__init__([m for m, _ in self.pairs], set(map(str, judgments)))
 
     def _iter_calc(self, run: Any) -> Iterator[Metric]:
         import gpukit
 
-        frame = ir_measures.util.RunConverter(run).as_pd_dataframe()
-        gk_run = gpukit.Run.from_arrays(frame["query_id"].astype(str).tolist(), frame["doc_id"].astype(str).tolist(),
-                                        frame["score"].astype(float).tolist())
+        gk_run = gpukit.Run.from_dict(ir_measures.util.RunConverter(run).as_dict_of_dict(), name="<ir_measures run>")
         report = gpukit.evaluate(self.qrels, gk_run, [g for _, g in self.pairs], convention="trec_eval", complete=False,
                                  device=self.device)
         for measure, gk in self.pairs:

@@ -38,6 +38,7 @@ that. Never on by default.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import re
 import sys
 import types
@@ -46,10 +47,12 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Set
 
 import numpy as np
 
+from gpukit.data.nested_mapping import FlatMapping, flatten
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.errors import InputDuplicateError, InputFormatError, MeasureError, TrecEvalError, UsageTypeError
 from gpukit.families import name_index
+from gpukit.threads import threads_for
 from gpukit.trec_eval.evaluation import evaluate_qrels
 from gpukit.trec_eval.measure_names import NICKNAMES, STRING_MEASURES, MeasureRequest, Output, init_outputs, measure_table
 from gpukit.trec_eval.options import Options
@@ -193,43 +196,11 @@ def _outputs(param_meas: dict[str, set[str]], relevance_level: int) -> list[tupl
 
 
 # ------------------------------------------------------------------- inputs
-def _flatten(mapping: Mapping, what: str) -> tuple[list, list, list, list[int]]:
-    """Query ids, document ids, values and per-query counts of ``{qid: {docno: value}}``."""
-    qids: list = []
-    docs: list = []
-    values: list = []
-    counts: list[int] = []
-    for qid, inner in mapping.items():
-        if not isinstance(qid, str):
-            raise UsageTypeError(f"{what}: expected string as key, got {type(qid).__name__}")
-        if not isinstance(inner, Mapping):
-            raise UsageTypeError(f"{what}: expected dictionary as value for query {qid!r}")
-        qids.append(qid)
-        counts.append(len(inner))
-        docs.extend(inner.keys())
-        values.extend(inner.values())
-    return qids, docs, values, counts
-
-
-def _numbers(values: list, dtype, what: str, integer: bool) -> np.ndarray:
-    """The values as an array; pytrec_eval takes integer grades, int or float scores."""
-    if integer:  # judgments: checked one by one (once per evaluator)
-        bad = next((v for v in values if not isinstance(v, int)), None)
-        if bad is not None:
-            raise UsageTypeError(f"{what}: expected integer values, got {bad!r}")
-    try:
-        return np.asarray(values, dtype=dtype)
-    except (TypeError, ValueError):
-        raise UsageTypeError(f"{what}: expected int or float values") from None
-
-
-def _ids(docs: list, what: str):
-    import pyarrow as pa
-
-    try:
-        return pa.array(docs, pa.string())
-    except (pa.ArrowTypeError, pa.ArrowInvalid):
-        raise UsageTypeError(f"{what}: document ids must be strings") from None
+def _flat(mapping: Mapping, what: str, grades: bool = False) -> FlatMapping:
+    """pytrec_eval's input rules: string query and document ids, number values."""
+    if not isinstance(mapping, Mapping):
+        raise UsageTypeError(f"Argument {what} should be of type dictionary.")
+    return flatten(mapping, what, strict=True, grades=grades)
 
 
 class RelevanceEvaluator:
@@ -264,48 +235,58 @@ class RelevanceEvaluator:
             )
         self._keys = _outputs(param_meas, relevance_level)
         self._options = Options(complete=True, judged_only=bool(judged_docs_only_flag), relevance_level=relevance_level)
-        qids, docs, grades, counts = _flatten(query_relevance, "query_relevance")
-        g = _numbers(grades, np.int64, "query_relevance", integer=True)
-        # Queries without judgments are dropped (pytrec_eval issue 57).
-        kept = [q for q, n in zip(qids, counts) if n]
+        flat = _flat(query_relevance, "query_relevance", grades=True)
+        if flat.values.dtype.kind not in "biu":
+            raise UsageTypeError(f"query_relevance: expected integer values, got {flat.values.dtype} ones")
+        # Queries without judgments are dropped (pytrec_eval issue 57): flatten leaves them out.
         self._qrels: Qrels | None = None
         self._row: dict[str, int] = {}
-        if kept:
-            self._qrels = Qrels.from_arrays(np.repeat(np.array(qids, dtype=object), counts), _ids(docs, "query_relevance"), g, source="<pytrec_eval qrels>")
+        if len(flat.values):
+            self._qrels = Qrels.from_flat_mapping(flat, source="<pytrec_eval qrels>")
             self._row = {q: i for i, q in enumerate(self._qrels.query_ids.to_pylist())}
 
     def evaluate(self, scores: Mapping[str, Mapping[str, float]]) -> Dict[str, Dict[str, float]]:
-        """``{qid: {output name: value}}`` for the run's queries that have judgments."""
+        """``{qid: {output name: value}}`` for the run's queries that have judgments.
+
+        Only those queries' rankings are read (the others are ignored, as
+        pytrec_eval does); their ids and scores must be strings and numbers.
+        A NaN score is an error (trec_eval's order of NaN scores is that of
+        its qsort on an inconsistent comparison: no defined ranking).
+        """
         if not scores:
             return {}
         if not isinstance(scores, Mapping):
             raise UsageTypeError("Argument object scores should be of type dictionary.")
-        qids, docs, values, counts = _flatten(scores, "run")
-        wanted = [q for q in qids if q in self._row]
-        if not wanted or not self._keys:
-            return {q: {} for q in wanted}
+        bad = next((q for q in scores if not isinstance(q, str)), None)
+        if bad is not None:
+            raise UsageTypeError(f"run: expected string as key, got {type(bad).__name__}")
+        row = self._row
+        judged = {q: docs for q, docs in scores.items() if q in row}
+        if not judged or not self._keys:
+            return {q: {} for q in judged}
         assert self._qrels is not None
-        run = self._run(qids, docs, values, counts)
+        flat = _flat(judged, "run")
         outputs = [o for _, o in self._keys]
-        try:
-            ev = evaluate_qrels(self._options, self._qrels, run, "", outputs, None)
-        except TrecEvalError as exc:
-            raise MeasureError("; ".join(exc.lines)) from None
+        # One intra-op thread on small runs, as gpukit.evaluate does (gpukit.threads).
+        with threads_for(len(flat.values)):
+            run = self._run(flat)
+            try:
+                ev = evaluate_qrels(self._options, self._qrels, run, "", outputs, None)
+            except TrecEvalError as exc:
+                raise MeasureError("; ".join(exc.lines)) from None
         # String measures (runid, relstring) have no number: pytrec_eval reports 0.0.
         zeros = [0.0] * len(ev.query_ids)
         columns = [(key, ev.per_query.get(o.name, zeros)) for key, o in self._keys]
-        row = self._row
-        return {q: {key: column[row[q]] for key, column in columns} for q in wanted}
+        return {q: {key: column[row[q]] for key, column in columns} for q in judged}
 
-    def _run(self, qids: list, docs: list, values: list, counts: list[int]) -> Run:
-        # float32 first: trec_eval keeps scores as float, so its ties are float32 ties.
-        s = _numbers(values, np.float64, "run", integer=False).astype(np.float32).astype(np.float64)
-        q = np.repeat(np.array(qids, dtype=object), counts)
-        d = _ids(docs, "run")
-        if not len(s):
+    def _run(self, flat: FlatMapping) -> Run:
+        if not len(flat.values):
             # Every ranking is empty: one placeholder row under a query the qrels lack (ignored).
-            q, d, s = np.array([_absent_query(self._row)], dtype=object), ["-"], np.zeros(1)
-        return Run.from_arrays(q, d, s, name="<pytrec_eval run>")
+            return Run.from_arrays([_absent_query(self._row)], ["-"], [0.0], name="<pytrec_eval run>")
+        # float32 first: trec_eval keeps scores as float, so its ties are float32 ties.
+        scores = flat.values.astype(np.float32).astype(np.float64)
+        flat = dataclasses.replace(flat, values=scores)
+        return Run.from_flat_mapping(flat, name="<pytrec_eval run>")
 
 
 def _absent_query(known: Mapping[str, int]) -> str:

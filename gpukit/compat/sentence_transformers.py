@@ -35,6 +35,9 @@ from typing import Any
 import torch
 from sentence_transformers import util
 
+from gpukit.index.topk import sort_by_score_then_index
+from gpukit.threads import SMALL_WORK, machine_busy, threads_for
+
 try:  # sentence-transformers >= 6 (the old path still works there, with a warning)
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 except ImportError:
@@ -45,6 +48,15 @@ __all__ = ["GpukitInformationRetrievalEvaluator", "InformationRetrievalEvaluator
 #: sentence-transformers similarity name -> ExactIndex metric (same ranking).
 METRICS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
 _FUNCTIONS = {util.cos_sim: "cosine", util.dot_score: "ip"}
+#: Scores (queries x corpus documents) below which, on a busy machine
+#: (:func:`gpukit.threads.machine_busy`), the whole search and evaluation run
+#: on one intra-op thread: at SciFact scale (1.6M scores) on a 2-core VM one
+#: thread took 75-100 ms a call under load 4-5, two threads 230-270 ms; on
+#: the quiet VM two threads were faster (36-38 against 51-56 ms). At 1,024 x
+#: 100,000 (102M) the matmul keeps the caller's threads (docs/benchmarks.md,
+#: "sentence-transformers evaluator"; the crossover between the two sizes is
+#: not measured). The values do not depend on the thread count.
+SMALL_SEARCH_SCORES = 1 << 23
 #: sentence-transformers result key -> gpukit family.
 FAMILIES = {"accuracy@k": "Success", "precision@k": "P", "recall@k": "R", "ndcg@k": "nDCG", "mrr@k": "RR", "map@k": "APCap"}
 
@@ -84,27 +96,80 @@ class GpukitInformationRetrievalEvaluator(InformationRetrievalEvaluator):
         elif corpus_embeddings.is_sparse:
             corpus_embeddings = corpus_embeddings.to_dense()
         corpus_embeddings = torch.as_tensor(corpus_embeddings, device=queries.device)
-        # Corpus in corpus-id order: the index breaks score ties by position, i.e. by id ascending.
-        order = sorted(range(len(self.corpus_ids)), key=self.corpus_ids.__getitem__)
-        doc_ids = [self.corpus_ids[i] for i in order]
-        in_order = all(i == j for i, j in zip(order, range(len(order))))
-        corpus_sorted = (corpus_embeddings if in_order else corpus_embeddings[torch.tensor(order, device=corpus_embeddings.device)]).float()
+        id_rank, corpus, qrels = self._fixed_inputs()
         ks = {key: getattr(self, attr) for key, attr in (("accuracy@k", "accuracy_at_k"), ("precision@k", "precision_recall_at_k"),
               ("recall@k", "precision_recall_at_k"), ("ndcg@k", "ndcg_at_k"), ("mrr@k", "mrr_at_k"), ("map@k", "map_at_k"))}
-        depth = min(max(max(v) for v in ks.values()), len(doc_ids))
+        depth = min(max(max(v) for v in ks.values()), len(corpus))
         names = [f"{FAMILIES[key]}@{k}" for key, values in ks.items() for k in values]
         qids = list(self.queries_ids)
-        qrels = gpukit.Qrels.from_dict({q: self.grades[q] for q in qids})
         out = {}
-        for name, metric in metrics.items():
-            index = ExactIndex(corpus_sorted.shape[1], metric=metric, device=queries.device)
-            index.add(corpus_sorted)
-            scores, positions = index.search(queries.float(), depth)
-            # Scores that encode the index's order, so evaluate's own tie rule has nothing to break.
-            rank_scores = torch.arange(depth, 0, -1, device=scores.device, dtype=torch.float64).expand(len(qids), depth)
-            report = gpukit.evaluate(qrels, gpukit.Run.from_topk(rank_scores, positions, qids, doc_ids), names,
-                                     device=queries.device)
-            out[name] = {key: {k: report[f"{FAMILIES[key]}@{k}"].mean for k in values} for key, values in ks.items()}
+        # Small searches (SciFact: 300 x 5,183 scores) on a busy machine run on one intra-op
+        # thread, matmul included (see SMALL_SEARCH_SCORES); others keep the caller's count.
+        one_thread = len(qids) * len(corpus) < SMALL_SEARCH_SCORES and machine_busy()
+        with threads_for(0 if one_thread else SMALL_WORK, queries.device):
+            for name, metric in metrics.items():
+                ranks = _search_by_id_rank(ExactIndex, metric, corpus_embeddings, queries.float(), depth, id_rank)
+                # Scores that encode the ranking, so evaluate's own tie rule has nothing to break.
+                rank_scores = torch.arange(depth, 0, -1, device=ranks.device, dtype=torch.float64).expand(len(qids), depth)
+                report = gpukit.evaluate(qrels, gpukit.Run.from_topk(rank_scores, ranks, qids, corpus), names,
+                                         device=queries.device)
+                out[name] = {key: {k: report[f"{FAMILIES[key]}@{k}"].mean for k in values} for key, values in ks.items()}
         return out
 
+    def _fixed_inputs(self) -> tuple[torch.Tensor | None, Any, Any]:
+        """What depends only on the ids and judgments, built on the first call and
+        then reused (training calls the evaluator every few hundred steps): the
+        rank of each corpus position's id among the sorted ids (``None``: the
+        ids are sorted already), the sorted ids' doc keys
+        (:class:`gpukit.data.corpus_keys.CorpusKeys`) and the qrels of the
+        queries. Rebuilt if ``corpus_ids``, ``queries_ids`` or the judgments are
+        replaced (not if they are edited in place)."""
+        import gpukit
+        from gpukit.data.corpus_keys import CorpusKeys
+
+        key = (id(self.corpus_ids), id(self.queries_ids), id(self.grades))
+        cached = getattr(self, "_gpukit_fixed", None)
+        if cached is None or cached[0] != key:
+            ids = self.corpus_ids
+            order = sorted(range(len(ids)), key=ids.__getitem__)
+            id_rank = None
+            if any(i != j for i, j in enumerate(order)):
+                id_rank = torch.empty(len(order), dtype=torch.int64)
+                id_rank[torch.tensor(order, dtype=torch.int64)] = torch.arange(len(order))
+            corpus = CorpusKeys([ids[i] for i in order], "corpus")
+            qrels = gpukit.Qrels.from_dict({q: self.grades[q] for q in self.queries_ids})
+            # The objects themselves are kept with the key, so that an id() is never reused while cached.
+            cached = (key, (id_rank, corpus, qrels), (self.corpus_ids, self.queries_ids, self.grades))
+            self._gpukit_fixed = cached
+        return cached[1]
+
     compute_metrices = compute_all_metrics
+
+
+def _search_by_id_rank(index_type: Any, metric: str, corpus: torch.Tensor, queries: torch.Tensor, depth: int,
+                       id_rank: torch.Tensor | None) -> torch.Tensor:
+    """(Q, depth) ranks (among the sorted corpus ids) of each query's top ``depth``
+    documents, by score descending and corpus id ascending (sentence-transformers 6's rule).
+
+    The index breaks score ties by position. With the corpus in id order
+    (``id_rank`` None) its positions are the ranks. Otherwise the corpus is
+    searched as given (no reordered copy of it) one result deeper: when no
+    row's ``depth``-th score ties the next one, the top ``depth`` set is the
+    same under either tie rule and only its order within ties is redone, by
+    (score, id rank); a row tied across the cut (rare with float scores)
+    sends the search to a copy of the corpus in id order.
+    """
+    n = corpus.shape[0]
+    index = index_type(corpus.shape[1], metric=metric, device=queries.device)
+    index.add(corpus.float())
+    if id_rank is None:
+        return index.search(queries, depth)[1]
+    scores, positions = index.search(queries, min(depth + 1, n))
+    if depth == n or not bool((scores[:, depth - 1] == scores[:, depth]).any()):
+        ranks = id_rank.to(positions.device)[positions[:, :depth]]
+        return sort_by_score_then_index(scores[:, :depth], ranks)[1]
+    order = torch.empty_like(id_rank)
+    order[id_rank] = torch.arange(n)
+    index = index_type(corpus.shape[1], metric=metric, device=queries.device)
+    index.add(corpus[order.to(corpus.device)].float())
+    return index.search(queries, depth)[1]

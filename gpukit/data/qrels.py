@@ -17,6 +17,7 @@ import pyarrow as pa
 import torch
 
 from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
+from gpukit.data.nested_mapping import FlatMapping, flatten
 from gpukit.data.arrow_numpy import numpy_values, pandas_columns, release_arrow_memory, string_array
 from gpukit.data.string_coding import string_codes
 from gpukit.data.text_table import Column, ParsedTable, read_table
@@ -83,16 +84,31 @@ class Qrels:
 
     @classmethod
     def from_dict(cls, judgments: Mapping[str, Mapping[str, int]], source: str = "<dict>") -> "Qrels":
-        """Build from ``{query_id: {doc_id: grade}}`` (pytrec_eval / ranx shape)."""
-        queries, docs, grades = [], [], []
-        for qid, docs_of_q in judgments.items():
-            for did, grade in docs_of_q.items():
-                if isinstance(grade, float) and not float(grade).is_integer():
-                    raise InputFormatError(source, None, f"query {echo(qid)} doc {echo(did)}: grade {grade!r} is not an integer")
-                queries.append(str(qid))
-                docs.append(str(did))
-                grades.append(int(grade))
-        return cls.from_arrays(queries, docs, grades, source=source)
+        """Build from ``{query_id: {doc_id: grade}}`` (pytrec_eval / ranx shape).
+
+        Ids that are not strings are read as ``str(id)`` (``1`` and ``"1"``
+        are then one id; a pair given under both is a duplicate judgment, an
+        error). Grades are integers (integral floats and bools accepted); a
+        query with an empty dict has no judgments. Flattened in one pass
+        (:func:`gpukit.data.nested_mapping.flatten`).
+        """
+        return cls.from_flat_mapping(flatten(judgments, source, strict=False, grades=True), source)
+
+    @classmethod
+    def from_flat_mapping(cls, flat: FlatMapping, source: str = "<dict>") -> "Qrels":
+        """Build from a flattened ``{query_id: {doc_id: grade}}`` (see :meth:`from_dict`)."""
+        g = flat.values
+        if not len(g):
+            raise InputFormatError(source, None, "empty qrels: no judgments")
+        if g.dtype.kind == "f":
+            bad = np.flatnonzero(~np.isfinite(g) | (g != np.round(g)) | (np.abs(g) > MAX_ABS_GRADE))
+            if len(bad):
+                qid, did = flat.where(int(bad[0]))
+                raise InputFormatError(source, None, f"query {echo(qid)} doc {echo(did)}: grade {float(g[bad[0]])!r} is not an integer"
+                                       f" of at most {MAX_ABS_GRADE} in magnitude")
+        q_codes, q_vocab = flat.sorted_query_codes()
+        d_codes, d_space = doc_keys(flat.doc_ids, radix=True)
+        return cls._from_codes(q_codes, q_vocab, d_codes, d_space, g.astype(np.int64), source, None)
 
     @classmethod
     def from_arrays(cls, query_ids, doc_ids, grades, source: str = "<arrays>") -> "Qrels":

@@ -28,6 +28,8 @@ import torch
 from gpukit.data.arrow_numpy import arrow_indices, numpy_values, pandas_columns, pc, release_arrow_memory, string_array
 from gpukit.data.corpus_keys import CorpusKeys, corpus_keys
 from gpukit.data.doc_space import DocSpace, doc_keys
+from gpukit.data.host_ranking import float32_exact, rank_rows_host
+from gpukit.data.nested_mapping import FlatMapping, flatten
 from gpukit.data.string_coding import string_codes
 from gpukit.data.text_table import Column, read_table
 from gpukit.device import DeviceLike, resolve_device
@@ -179,14 +181,31 @@ class Run:
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]], name: str = "run", dedup: Dedup = "error") -> "Run":
-        """Build from ``{query_id: {doc_id: score}}`` (pytrec_eval / ranx shape)."""
-        queries, docs, scores = [], [], []
-        for qid, docs_of_q in run.items():
-            for did, score in docs_of_q.items():
-                queries.append(str(qid))
-                docs.append(str(did))
-                scores.append(float(score))
-        return cls.from_arrays(queries, docs, scores, name=name, dedup=dedup)
+        """Build from ``{query_id: {doc_id: score}}`` (pytrec_eval / ranx shape).
+
+        Ids that are not strings are read as ``str(id)`` (so ``1`` and ``"1"``
+        are one id: a document given under both is retrieved twice, handled
+        by ``dedup``). A query with an empty dict has no row, as in a TREC
+        file. NaN scores are an error naming the query and document.
+        Flattened in one pass (:func:`gpukit.data.nested_mapping.flatten`);
+        with string keys no pair can repeat, so ``dedup`` has nothing to do.
+        """
+        flat = flatten(run, name, strict=False)
+        return cls.from_flat_mapping(flat, name, dedup)
+
+    @classmethod
+    def from_flat_mapping(cls, flat: FlatMapping, name: str = "run", dedup: Dedup = "error") -> "Run":
+        """Build from a flattened ``{query_id: {doc_id: score}}`` (see :meth:`from_dict`)."""
+        if not len(flat.values):
+            raise InputFormatError(name, None, "empty run: no retrieved documents")
+        scores = flat.values.astype(np.float64, copy=False)
+        nan = np.flatnonzero(np.isnan(scores))
+        if len(nan):
+            qid, did = flat.where(int(nan[0]))
+            raise InputFormatError(name, None, f"query {echo(qid)} document {echo(did)}: score is NaN")
+        q_codes, q_vocab = flat.sorted_query_codes()
+        d_codes, d_space = doc_keys(flat.doc_ids, radix=True)
+        return cls._from_flat(q_codes, q_vocab, d_codes, d_space, scores, name, dedup, name, None, flat.distinct_pairs)
 
     @classmethod
     def from_arrays(cls, query_ids, doc_ids, scores, name: str = "run", dedup: Dedup = "error") -> "Run":
@@ -320,11 +339,12 @@ class Run:
 
     @classmethod
     @sized_threads(lambda cls, q_codes, q_vocab, d_codes, *rest: len(d_codes))  # one thread on small inputs
-    def _from_flat(cls, q_codes, q_vocab, d_codes, d_space, scores, name, dedup, source, line_of) -> "Run":
+    def _from_flat(cls, q_codes, q_vocab, d_codes, d_space, scores, name, dedup, source, line_of, distinct_pairs=False) -> "Run":
         """Lay flat (row-aligned) query codes, doc keys and scores out as a Run.
 
         ``scores`` may be wrapped in a one-element list, which is emptied once
         the scores are copied into the (Q, K) layout (to free them early).
+        ``distinct_pairs``: no (query, doc) pair repeats (the input was dicts), so ``dedup`` has nothing to do.
         """
         if dedup not in ("error", "max", "first"):
             raise UsageError(f"dedup must be 'error', 'max' or 'first', got {dedup!r}")
@@ -340,7 +360,7 @@ class Run:
             # (Q, K) layout with each query's documents in file order, so "first" needs no sort.
             codes, score_t = _padded_layout(q_codes, len(q_vocab), d_codes, flat_scores)
             del flat_scores
-            codes, score_t = _dedup_and_rank(codes, score_t, dedup, q_vocab, d_space, source, line_of, rows_of)
+            codes, score_t = _dedup_and_rank(codes, score_t, dedup, q_vocab, d_space, source, line_of, rows_of, distinct_pairs)
             return cls(q_vocab, d_space, codes, score_t, name)
         blocks = []
         for rows, codes, score_t in _block_layout(q_codes, lengths, d_codes, [flat_scores]):
@@ -349,7 +369,7 @@ class Run:
             def block_rows_of(q: int, code: int, rows=rows) -> list[int]:
                 return rows_of(int(rows[q]), code)
 
-            codes, score_t = _dedup_and_rank(codes, score_t, dedup, names, d_space, source, line_of, block_rows_of)
+            codes, score_t = _dedup_and_rank(codes, score_t, dedup, names, d_space, source, line_of, block_rows_of, distinct_pairs)
             blocks.append(RunBlock(torch.from_numpy(rows), codes, score_t))
             del codes, score_t
         del flat_scores
@@ -469,10 +489,13 @@ class Run:
         return f"Run({self.name!r}, queries={self.num_queries}, depth={self.depth}, device={self.device})"
 
 
-def _dedup_and_rank(codes, score_t, dedup, names, d_space, source, line_of, rows_of) -> tuple[torch.Tensor, torch.Tensor]:
+def _dedup_and_rank(codes, score_t, dedup, names, d_space, source, line_of, rows_of, distinct_pairs=False) -> tuple[torch.Tensor, torch.Tensor]:
     """Apply ``dedup`` to (R, K) rows in file order (``names``: their query
-    ids, for errors) and put each row in ranking order."""
-    if dedup == "error":
+    ids, for errors) and put each row in ranking order. ``distinct_pairs``:
+    no row can hold a document twice (the keys of one dict), nothing to check."""
+    if distinct_pairs:
+        pass
+    elif dedup == "error":
         _check_no_duplicates(codes, names, d_space, source, line_of, rows_of)
     else:
         if dedup == "max":
@@ -488,7 +511,11 @@ def _dedup_and_rank(codes, score_t, dedup, names, d_space, source, line_of, rows
             codes, score_t, _ = _sort_rows(codes, score_t)
             width = int((codes >= 0).sum(1).max())
             codes, score_t = codes[:, :width].contiguous(), score_t[:, :width].contiguous()
-    rank_rows_inplace(codes, score_t)
+    if codes.device.type == "cpu" and float32_exact(score_t.numpy()):
+        for rows in row_slices(*codes.shape):
+            rank_rows_host(codes[rows].numpy(), score_t[rows].numpy())  # views: sorted in place
+    else:
+        rank_rows_inplace(codes, score_t)
     return codes, score_t
 
 

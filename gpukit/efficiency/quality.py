@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import pyarrow as pa
 import torch
 
+from gpukit.data.corpus_keys import CorpusKeys
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.errors import UsageError
@@ -67,7 +69,7 @@ def quality_point(
     search_params: dict[str, Any],
     qrels: Qrels | None = None,
     query_ids: Sequence[str] | None = None,
-    doc_ids: Sequence[str] | None = None,
+    doc_ids: Sequence[str] | pa.Array | CorpusKeys | None = None,
 ) -> QualityPoint:
     """Recall@k of ``indices`` and, with ``qrels`` and ids, nDCG@10 of the ranking."""
     recall = recall_at_k(indices, exact_indices, k)
@@ -75,7 +77,8 @@ def quality_point(
     if qrels is not None:
         if query_ids is None or doc_ids is None:
             raise UsageError("nDCG@10 needs query_ids and doc_ids next to qrels")
-        run = Run.from_topk(scores, indices, list(query_ids), list(doc_ids), name="bench")
+        # doc_ids as given: a CorpusKeys (or a pa.Array, cached while it lives) keeps its key table across calls.
+        run = Run.from_topk(scores, indices, list(query_ids), doc_ids, name="bench")
         ndcg = evaluate(qrels, run, [NDCG])[NDCG].mean
         reason = None if k >= 10 else f"ranking depth k={k} < 10: nDCG@10 of the top {k} only"
     return QualityPoint(

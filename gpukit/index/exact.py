@@ -245,6 +245,10 @@ class ExactIndex(SearchIndex):
                     # Selected in the matmul's dtype: the k values upcast are the
                     # fp32 block's, without a (B, n) fp32 copy.
                     values, positions = block_topk(block, k)
+                    if doc_start == 0 and values.shape[1] == k:
+                        # The first chunk's top k is the running best so far: ordered, not merged with the empty buffers.
+                        best_scores[rows], best_positions[rows] = sort_by_score_then_index(values.float(), positions)
+                        continue
                     best_scores[rows], best_positions[rows] = merge_topk(
                         best_scores[rows], best_positions[rows], values.float(), positions + doc_start
                     )

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import torch
 
+from gpukit.threads import threads_for
+
 # Sentinel for "no candidate yet": it loses every tie against a real index.
 NO_INDEX = torch.iinfo(torch.int64).max
 
@@ -33,7 +35,15 @@ NO_INDEX = torch.iinfo(torch.int64).max
 def sort_by_score_then_index(
     scores: torch.Tensor, indices: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sort each row by (score desc, index asc); returns permuted copies."""
+    """Sort each row by (score desc, index asc); returns permuted copies.
+
+    On the CPU, rows whose scores already strictly decrease (what
+    :func:`block_topk` returns unless scores tie) are copied as they are:
+    one comparison pass and a host check instead of two sorts.
+    """
+    if scores.device.type == "cpu" and scores.shape[1] > 1 and not torch.compiler.is_compiling():
+        if bool((scores[:, 1:] < scores[:, :-1]).all()):  # NaN compares False: sorted below
+            return scores.clone(), indices.clone()
     indices, by_index = torch.sort(indices, dim=1, stable=True)
     scores = scores.gather(1, by_index)
     scores, by_score = torch.sort(scores, dim=1, descending=True, stable=True)
@@ -123,12 +133,38 @@ def merge_topk(
     new_scores: torch.Tensor,
     new_indices: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Merge two candidate sets per row and keep the best ``best_scores.shape[1]``."""
+    """Merge two candidate sets per row and keep the best ``best_scores.shape[1]``.
+
+    Small merges (rows x candidates below :data:`gpukit.threads.SMALL_WORK`)
+    run on one intra-op thread. On the CPU, float32 scores with indices
+    below 2**31 are merged by one sort of ``(score bits << 31) | index``
+    keys (distinct, so no stable sort is needed) instead of two stable sorts.
+    """
     k = best_scores.shape[1]
-    scores, indices = sort_by_score_then_index(
-        torch.cat([best_scores, new_scores], dim=1), torch.cat([best_indices, new_indices], dim=1)
-    )
+    scores, indices = torch.cat([best_scores, new_scores], dim=1), torch.cat([best_indices, new_indices], dim=1)
+    with threads_for(scores.numel(), scores.device):
+        if _packable(scores, indices):
+            best = torch.sort((_descending_key(scores) << 31) | indices, dim=1).indices[:, :k]
+            return scores.gather(1, best), indices.gather(1, best)
+        scores, indices = sort_by_score_then_index(scores, indices)
     return scores[:, :k], indices[:, :k]
+
+
+def _packable(scores: torch.Tensor, indices: torch.Tensor) -> bool:
+    """Whether :func:`merge_topk` may sort packed keys: CPU float32 scores, none
+    NaN, indices in [0, 2**31), so that a key fits 63 bits (one host check; not under torch.compile)."""
+    if scores.device.type != "cpu" or scores.dtype != torch.float32 or torch.compiler.is_compiling() or not indices.numel():
+        return False
+    return bool(indices.min() >= 0) and bool(indices.max() < 2**31) and not bool(scores.isnan().any())
+
+
+def _descending_key(scores: torch.Tensor) -> torch.Tensor:
+    """int64 in [0, 2**32) per float32 score, ascending as the scores descend;
+    -0.0 and 0.0 share a key (they compare equal, so they tie)."""
+    negated = 0.0 - scores  # 0.0 - x: both zeros give +0.0
+    bits = negated.view(torch.int32)
+    bits = bits ^ ((bits >> 31) & 0x7FFFFFFF)  # signed-integer order is now float order
+    return bits.to(torch.int64) + 2**31
 
 
 def empty_topk(rows: int, k: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
