@@ -56,7 +56,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from gpukit.data.arrow_numpy import parse_pool, pc, plain_integers, release_arrow_memory, value_offsets
+from gpukit.data.arrow_numpy import parse_pool, plain_int64, release_arrow_memory, value_offsets
 from gpukit.data.tiny_table import parse_tiny
 from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, echo
 
@@ -257,15 +257,10 @@ def _diagnose(
 
 def _parse_ints(table: pa.Table, names: Sequence[str]) -> pa.Table | None:
     """Integer columns parsed as text turned into int64; None if one field is
-    not a plain decimal integer within int64 (Arrow's own integer parser
-    would accept ``0x1``)."""
+    not a plain decimal integer within int64 (see :func:`plain_int64`)."""
     for name in names:
-        column = table.column(name)
-        if not all(plain_integers(chunk) for chunk in column.chunks):
-            return None
-        try:
-            converted = pc.cast(column, pa.int64())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        converted = plain_int64(table.column(name))
+        if converted is None:
             return None
         table = table.set_column(table.schema.get_field_index(name), name, converted)
     return table

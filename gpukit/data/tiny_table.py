@@ -19,13 +19,12 @@ What is accepted here (a subset of the module docstring of text_table):
   the text to the Arrow reader.
 * Every non-blank line has exactly ``len(columns)`` fields (at least that many
   with ``extra_ok``: the extra ones are ignored, as the Arrow reader does).
-* Scores are read by Python's ``float``, which accepts exactly the spellings
-  of ``text_table.FLOAT_TEXT`` but ``nan(...)``, plus ``_`` digit separators
-  (a field with ``_`` goes to the Arrow reader). Both ``float`` and Arrow's
-  parser round correctly, so the values are the same bits
-  (tests/test_tiny_table.py checks both claims against Arrow).
-* Integers match ``-?[0-9]+`` (:func:`plain_integers`, the Arrow reader's own
-  check) in at most 18 bytes (within int64 by construction).
+* Scores and integers are turned into numbers by Arrow's cast from
+  strings, the same parser as its CSV reader's (integers after the same
+  :func:`plain_int64` check); a field it rejects sends the text to the Arrow
+  reader. On fields without whitespace (all fields here) the cast and the CSV
+  reader accept the same spellings and give the same bits
+  (tests/test_tiny_table.py checks it).
 """
 from __future__ import annotations
 
@@ -34,13 +33,12 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.arrow_numpy import plain_integers
+from gpukit.data.arrow_numpy import pc, plain_int64
 
 _NEWLINE = 0x0A
 _SPACE = 0x20
 #: Control bytes that separate fields (tab, newline, VT, FF, CR); the others are errors.
 _SEPARATORS = (0x09, 0x0D)
-_MAX_INT_BYTES = 18
 
 
 def parse_tiny(text: bytes, columns: Sequence, extra_ok: bool, max_line: int) -> tuple[dict[str, pa.Array], int] | None:
@@ -61,72 +59,50 @@ def parse_tiny(text: bytes, columns: Sequence, extra_ok: bool, max_line: int) ->
         low = data[data < _SPACE]
         if not bool(((low >= _SEPARATORS[0]) & (low <= _SEPARATORS[1])).all()):
             return None
-    # A field is a maximal run of bytes above the space; its edges are where
-    # that flag changes.
-    edges = np.diff((data > _SPACE).view(np.int8), prepend=np.int8(0))
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1)  # the text ends with a newline: every field ends
+    # A field is a maximal run of bytes above the space. Its edges are where
+    # that flag changes: a start, then its end, alternately (the text ends
+    # with a newline, so every field ends).
+    edges = np.flatnonzero(np.diff((data > _SPACE).view(np.int8), prepend=np.int8(0)))
+    starts, ends = edges[0::2], edges[1::2]
+    # Fields before each newline, so fields per line (blank lines have none).
+    before = np.searchsorted(starts, newlines)
+    per_line = np.diff(before, prepend=0)
+    n_cols = len(columns)
     if len(starts) == 0:
         return None
-    per_line = np.bincount(np.searchsorted(newlines, starts))
-    per_row = per_line[per_line > 0]
-    n_cols = len(columns)
-    if not bool((per_row >= n_cols).all() if extra_ok else (per_row == n_cols).all()):
-        return None
-    rows = len(per_row)
-    first = None if len(starts) == rows * n_cols else np.cumsum(per_row) - per_row
+    if len(starts) % n_cols == 0 and bool(((per_line == 0) | (per_line == n_cols)).all()):
+        rows, first = len(starts) // n_cols, None
+    else:
+        data_lines = per_line > 0
+        if not extra_ok or not bool((per_line[data_lines] >= n_cols).all()):
+            return None
+        first = (before - per_line)[data_lines]  # the first field of each row
+        rows = len(first)
     out: dict[str, pa.Array] = {}
     for index, column in enumerate(columns):
         if column.kind == "skip":
             continue
-        fields = np.arange(index, rows * n_cols, n_cols) if first is None else first + index
-        begin, end = starts[fields], ends[fields]
-        if column.kind == "id":
-            out[column.name] = _string_array(data, begin, end)
-        elif column.kind == "float":
-            values = _python_numbers(data, begin, end, float, np.float64)
-            if values is None:
+        fields = slice(index, None, n_cols) if first is None else first + index
+        array = _string_array(data, starts[fields], ends[fields])
+        if column.kind == "float":
+            try:
+                array = pc.cast(array, pa.float64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 return None
-            out[column.name] = _numeric_array(values, pa.float64())
-        else:  # "int"
-            if int((end - begin).max()) > _MAX_INT_BYTES or not plain_integers(_string_array(data, begin, end)):
+        elif column.kind == "int":
+            array = plain_int64(array)
+            if array is None:
                 return None
-            values = _python_numbers(data, begin, end, int, np.int64)
-            assert values is not None  # plain integers always convert
-            out[column.name] = _numeric_array(values, pa.int64())
+        out[column.name] = array
     return out, rows
 
 
-def _gather(data: np.ndarray, begin: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``data[begin[i] : begin[i] + lengths[i]]`` for every i, concatenated, and their offsets."""
+def _string_array(data: np.ndarray, begin: np.ndarray, end: np.ndarray) -> pa.Array:
+    """``data[begin[i] : end[i]]`` for every i as an Arrow string array (ASCII: valid UTF-8)."""
+    lengths = end - begin
     offsets = np.zeros(len(begin) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
     index = np.repeat(begin - offsets[:-1], lengths)
     index += np.arange(int(offsets[-1]), dtype=index.dtype)
-    return data[index], offsets
-
-
-def _string_array(data: np.ndarray, begin: np.ndarray, end: np.ndarray) -> pa.Array:
-    """The fields as an Arrow string array (ASCII: valid UTF-8)."""
-    values, offsets = _gather(data, begin, end - begin)
+    values = data[index]
     return pa.Array.from_buffers(pa.string(), len(begin), [None, pa.py_buffer(offsets), pa.py_buffer(values)])
-
-
-def _python_numbers(data: np.ndarray, begin: np.ndarray, end: np.ndarray, parse, dtype) -> np.ndarray | None:
-    """The fields read by ``parse`` (``float`` or ``int``); None if one does not
-    read, or holds ``_`` (which Python reads as a digit separator).
-
-    Each field is gathered with the separator byte after it, so that one
-    ``bytes.split`` gives them all as ``bytes``.
-    """
-    text = _gather(data, begin, end - begin + 1)[0].tobytes()
-    if b"_" in text:
-        return None
-    try:
-        return np.fromiter(map(parse, text.split()), dtype=dtype, count=len(begin))
-    except ValueError:
-        return None
-
-
-def _numeric_array(values: np.ndarray, type_: pa.DataType) -> pa.Array:
-    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
