@@ -301,10 +301,12 @@ STRING_CASES = {
 
 @pytest.fixture(params=["python-sort", "default", "tiny-slices"])
 def slices(request, monkeypatch):
-    """The Python sort of small columns, the sort-key path, and the latter with
-    slices of a few rows, so every slice boundary is crossed."""
+    """The Python sort (and dict lookup) of small columns, the sort-key path, and
+    the latter with slices of a few rows, so every slice boundary is crossed."""
     if request.param != "python-sort":
         monkeypatch.setattr(sc, "_SMALL_CODES", 0)  # these columns are small: force the sort-key path
+        monkeypatch.setattr(sc, "_SMALL_GROUPED", 0)
+        monkeypatch.setattr(sc, "_SMALL_LOOKUP", 0)
     if request.param == "tiny-slices":
         monkeypatch.setattr(sc, "_SLICE_ROWS", 3)
         monkeypatch.setattr(sc, "_SCAN_ROWS", 5)

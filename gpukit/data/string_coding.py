@@ -452,6 +452,11 @@ def _small_codes(chunks: list[pa.Array]) -> tuple[np.ndarray, pa.Array]:
     return codes, array
 
 
+#: Lookups of up to this many strings (values and vocabulary together) go
+#: through a Python dict (a run's ~100 query ids against the qrels').
+_SMALL_LOOKUP = 1024
+
+
 def lookup_codes(values: pa.Array, vocab: pa.Array) -> np.ndarray:
     """Position of each of ``values`` in the sorted unique ``vocab``, -1 if absent (int64).
 
@@ -463,6 +468,11 @@ def lookup_codes(values: pa.Array, vocab: pa.Array) -> np.ndarray:
     out = np.full(len(values), -1, dtype=np.int64)
     if len(values) == 0 or len(vocab) == 0:
         return out
+    if (len(values) + len(vocab) <= _SMALL_LOOKUP and pa.types.is_string(values.type) and pa.types.is_string(vocab.type)
+            and not values.null_count and not vocab.null_count):
+        # A dict of a few strings beats the key building's dozens of array passes.
+        index = dict(zip(reversed(vocab.to_pylist()), range(len(vocab) - 1, -1, -1)))  # the first of equal ids
+        return np.fromiter((index.get(s, -1) for s in values.to_pylist()), dtype=np.int64, count=len(values))
     v_chunks, h_chunks = string_chunks(values), string_chunks(vocab)
     width = key_width(v_chunks + h_chunks)
     if width is None:

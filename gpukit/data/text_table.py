@@ -73,7 +73,7 @@ SMALL_INPUT_BYTES = 16 << 20
 #: setting up Arrow's reader costs more than parsing (crossover measured in
 #: docs/benchmarks.md, "Tiny inputs"). Anything that path does not accept as
 #: clean is read by the Arrow reader, which also words every error.
-TINY_INPUT_BYTES = 256 << 10
+TINY_INPUT_BYTES = 128 << 10
 #: The longest line (bytes before its newline) a reader accepts: bounds the
 #: memory a file without newlines (``/dev/zero``) can take.
 MAX_LINE_BYTES = 1 << 20
