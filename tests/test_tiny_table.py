@@ -214,3 +214,16 @@ def test_arrow_cast_reads_scores_as_the_csv_reader_does():
         if cast is not None:
             same = np.float64(cast).view(np.int64) == np.float64(csv).view(np.int64)
             assert same or (cast != cast and csv != csv), text
+
+
+@pytest.mark.parametrize("bom", [False, True])
+def test_line_length_limit_counts_a_leading_byte_order_mark(tmp_path, monkeypatch, bom):
+    """The Arrow reader counts a leading BOM in the first line's length; the tiny
+    path must not accept a first line that is too long only with it."""
+    doc = b"d" * (tt.MAX_LINE_BYTES - len(b"q1 0  1") - 1)  # the line is MAX_LINE_BYTES - 1 bytes
+    text = (b"\xef\xbb\xbf" if bom else b"") + b"q1 0 " + doc + b" 1\nq1 0 d2 0\n"
+    path = tmp_path / "qrels"
+    path.write_bytes(text)
+    results, _ = _read_both(monkeypatch, str(path), "qrels")
+    _assert_same(results)
+    assert results["arrow"][0][0] == ("error" if bom else "ok")  # with the BOM: MAX_LINE_BYTES + 2 bytes

@@ -71,7 +71,7 @@ SMALL_INPUT_BYTES = 16 << 20
 #: its text must fit too) that fit one block are first tried by
 #: :func:`gpukit.data.tiny_table.parse_tiny`, without Arrow's parser: below it,
 #: setting up Arrow's reader costs more than parsing (crossover measured in
-#: docs/benchmarks.md, "Tiny inputs"). Anything that path does not accept as
+#: docs/benchmarks.md, "Fourth pass: tiny inputs"). Anything that path does not accept as
 #: clean is read by the Arrow reader, which also words every error.
 TINY_INPUT_BYTES = 128 << 10
 #: The longest line (bytes before its newline) a reader accepts: bounds the
@@ -599,11 +599,13 @@ def _read_tiny(source: str, file: str, columns: Sequence[Column], rest_of_line_i
     if len(text) > cap:
         return None
     size = len(text)  # line numbers of later errors are counted in these bytes
+    max_line = MAX_LINE_BYTES
     if text.startswith(_BOM):
         text = text[len(_BOM) :]
+        max_line -= len(_BOM)  # the Arrow reader counts it in the first line (stricter for all: never looser)
     if text and not text.endswith(b"\n"):
         text += b"\n"
-    parsed = parse_tiny(text, columns, rest_of_line_ignored, MAX_LINE_BYTES)
+    parsed = parse_tiny(text, columns, rest_of_line_ignored, max_line)
     if parsed is None:
         return None
     arrays, rows = parsed

@@ -1,9 +1,9 @@
 """Tiny whitespace tables (a CACM-sized run or qrels) parsed in one pass of
 NumPy over the whole text, with no Arrow parser.
 
-Why: below a few hundred kilobytes, setting up pyarrow's CSV reader (~1 ms a
-call) costs more than the parse itself, and a small evaluation reads two such
-files. :func:`parse_tiny` is a fast path for *clean* inputs only: it accepts a
+Why: below ~150 KB of text, setting up pyarrow's CSV reader costs more than
+the parse itself (crossover in docs/benchmarks.md, "Fourth pass: tiny
+inputs"), and a small evaluation reads two such files. :func:`parse_tiny` is a fast path for *clean* inputs only: it accepts a
 text only when it is sure that the Arrow reader of
 :mod:`gpukit.data.text_table` would accept it and give the same values, and
 otherwise returns ``None``, so that the caller hands the file to the Arrow
