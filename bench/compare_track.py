@@ -18,6 +18,7 @@ plain and gzipped), the CACM fixture (tests/data/cacm) and TREC DL 2019
 passage qrels with a synthesised run (bench/gen_synthetic.py).
 
     python bench/compare_track.py --dir /tmp/gk-track --repeats 5
+    python bench/compare_track.py --topics none --repeats 21   # CACM and TREC DL only
 """
 from __future__ import annotations
 
@@ -113,14 +114,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default=None, help="where the synthetic files go (default: a temporary directory)")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--topics", default="100,250", help="comma-separated topic counts of the synthetic track")
+    ap.add_argument("--topics", default="100,250", help="comma-separated topic counts of the synthetic track ('none': only the fixtures)")
     ap.add_argument("--runs", default="1,20", help="comma-separated numbers of runs evaluated in one process")
     ap.add_argument("--no-fixtures", action="store_true", help="skip CACM and TREC DL")
     args = ap.parse_args()
     workdir = args.dir or tempfile.mkdtemp(prefix="gk-track-")
     cases = []
     n_runs = [int(x) for x in args.runs.split(",")]
-    for topics in (int(x) for x in args.topics.split(",")):
+    for topics in (int(x) for x in args.topics.split(",") if args.topics != "none"):
         for gz in (False, True):
             qrels_path, run_paths = write_track(os.path.join(workdir, "gz" if gz else "plain"), topics, max(n_runs), gzip_runs=gz)
             for n in n_runs:

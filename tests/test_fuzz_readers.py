@@ -16,6 +16,8 @@ plain-Python parser written from the documented format rules, and:
   a line the reference marks bad (no line for whole-file problems), or the CLI
   exits 2 with one ``gpukit: error:`` line naming them.
 
+Each example is read by one of the two readers, drawn (the tiny-input
+parser tried first, or the Arrow reader alone; see tests/reader_strategies.py).
 Each case runs under a wall-clock alarm and an address-space limit. CI runs a
 fixed, derandomized set of examples; ``GPUKIT_FUZZ_EXAMPLES=5000`` runs more
 (add ``GPUKIT_FUZZ_NO_SHRINK=1`` to report a failure as found, unshrunk).
@@ -41,8 +43,9 @@ from hypothesis import strategies as st
 import gpukit
 from gpukit.cli import main as cli_main
 from gpukit.errors import GpukitError, InputFormatError
+from reader_strategies import READER_STRATEGIES, reader_strategy_set
 from reference import reference_evaluate
-from trec_text_reference import MAX_LINE_BYTES, read
+from trec_text_reference import MAX_LINE_BYTES, gunzip, read
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -345,14 +348,14 @@ def read_api(reader, path: str, verdict, **kwargs):
 
 # ------------------------------------------------------------------ tests
 @FUZZ
-@given(qrels=mutated("qrels"), run=trec_lines("run"))
-def test_mutated_qrels(workdir, qrels, run):
+@given(qrels=mutated("qrels"), run=trec_lines("run"), reader=st.sampled_from(sorted(READER_STRATEGIES)))
+def test_mutated_qrels(workdir, qrels, run, reader):
     q_path, r_path = write(workdir, "qrels", *qrels), write(workdir, "run", run, False)
     q_verdict, r_verdict = read(qrels[0], "qrels"), read(run, "run")
     assert r_verdict.ok
     event(f"qrels {q_verdict.why or 'accepted'}")
     expected = expected_values(q_verdict.data, r_verdict.data) if q_verdict.ok else None
-    with bounded():
+    with bounded(), reader_strategy_set(reader):
         judged = read_api(gpukit.Qrels.from_trec, q_path, q_verdict)
         if judged is not None:
             assert judged.to_dict() == q_verdict.data
@@ -360,14 +363,14 @@ def test_mutated_qrels(workdir, qrels, run):
 
 
 @FUZZ
-@given(qrels=trec_lines("qrels"), run=mutated("run"), dedup=st.sampled_from(["error", "error", "max", "first"]))
-def test_mutated_run(workdir, qrels, run, dedup):
+@given(qrels=trec_lines("qrels"), run=mutated("run"), dedup=st.sampled_from(["error", "error", "max", "first"]), reader=st.sampled_from(sorted(READER_STRATEGIES)))
+def test_mutated_run(workdir, qrels, run, dedup, reader):
     q_path, r_path = write(workdir, "qrels", qrels, False), write(workdir, "run", *run)
     q_verdict, r_verdict = read(qrels, "qrels"), read(run[0], "run", dedup)
     assert q_verdict.ok
     event(f"run {r_verdict.why or 'accepted'}")
     expected = expected_values(q_verdict.data, r_verdict.data) if r_verdict.ok else None
-    with bounded():
+    with bounded(), reader_strategy_set(reader):
         ranked = read_api(gpukit.Run.from_trec, r_path, r_verdict, dedup=dedup)
         if ranked is not None:
             assert ranked.to_dict() == r_verdict.data
@@ -378,8 +381,9 @@ def test_mutated_run(workdir, qrels, run, dedup):
 @given(
     qrels=mutated("qrels"), run=mutated("run"),
     dedup=st.sampled_from(["error", "max", "first"]), fmt=st.sampled_from(["json", "json", "trec"]),
+    reader=st.sampled_from(sorted(READER_STRATEGIES)),
 )
-def test_mutated_files_cli(workdir, qrels, run, dedup, fmt):
+def test_mutated_files_cli(workdir, qrels, run, dedup, fmt, reader):
     q_path, r_path = write(workdir, "qrels", *qrels), write(workdir, "run", *run)
     q_verdict, r_verdict = read(qrels[0], "qrels"), read(run[0], "run", dedup)
     argv = ["eval", q_path, r_path, "--convention", "trec_eval", "--dedup", dedup, "--format", fmt, "-q", "--score-precision", "float32"]
@@ -388,7 +392,7 @@ def test_mutated_files_cli(workdir, qrels, run, dedup, fmt):
     event(f"qrels {q_verdict.why or 'accepted'}, run {r_verdict.why or 'accepted'}")
     expected = expected_values(q_verdict.data, r_verdict.data) if both_ok and fmt == "json" else None
     out, err = io.StringIO(), io.StringIO()
-    with bounded(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with bounded(), reader_strategy_set(reader), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli_main(argv)
     if both_ok:
         assert code == 0, err.getvalue()
@@ -440,3 +444,15 @@ def test_trailing_space_at_end_of_file_without_newline(tmp_path, text):
     expected = read(text, "qrels")
     assert expected.ok
     assert gpukit.Qrels.from_trec(str(path)).to_dict() == expected.data
+
+
+def test_reference_gunzip_keeps_all_that_decompresses():
+    """The oracle lost the last partial chunk of a damaged gzip (the read that
+    met trailing garbage raised), so a bad line gpukit rightly reported there
+    was called wrong (found with a 1 MiB line before ``junk``)."""
+    text = b"q1 Q0 d1 1 1 tag\n" + b"x" * 70_000 + b"\n"
+    assert gunzip(gzip.compress(text, mtime=0) + b"junk\n") == (text, True)
+    packed = gzip.compress(text, mtime=0)
+    assert gunzip(packed) == (text, False)
+    got, damaged = gunzip(packed[: len(packed) // 2])
+    assert damaged and text.startswith(got) and len(got) > 0

@@ -24,8 +24,12 @@ import gpukit.data.run as run_mod
 import gpukit.data.string_coding as sc
 import gpukit.data.text_table as tt
 import gpukit.ranking as ranking
+from gpukit.data.arrow_numpy import plain_integers
 from gpukit.data.qrels import _stable_order
 from gpukit.errors import InputFormatError
+
+# Every test runs under both readers (tests/reader_strategies.py): the same files, values and errors.
+pytestmark = pytest.mark.usefixtures("reader_strategy")
 
 MEASURES = ["nDCG@10", "P@5", "R@20", "RR@10", "AP", "Rprec", "Bpref", "NumRet", "Judged@5"]
 ALPHABET = ["a", "b", "Z", "0", "9", "é", "€", "😀", "-", "_", "."]
@@ -297,10 +301,12 @@ STRING_CASES = {
 
 @pytest.fixture(params=["python-sort", "default", "tiny-slices"])
 def slices(request, monkeypatch):
-    """The Python sort of small columns, the sort-key path, and the latter with
-    slices of a few rows, so every slice boundary is crossed."""
+    """The Python sort (and dict lookup) of small columns, the sort-key path, and
+    the latter with slices of a few rows, so every slice boundary is crossed."""
     if request.param != "python-sort":
         monkeypatch.setattr(sc, "_SMALL_CODES", 0)  # these columns are small: force the sort-key path
+        monkeypatch.setattr(sc, "_SMALL_GROUPED", 0)
+        monkeypatch.setattr(sc, "_SMALL_LOOKUP", 0)
     if request.param == "tiny-slices":
         monkeypatch.setattr(sc, "_SLICE_ROWS", 3)
         monkeypatch.setattr(sc, "_SCAN_ROWS", 5)
@@ -438,7 +444,7 @@ def test_integer_check_matches_the_int_text_rule():
     values += ["".join(rng.choice("0123456789--+x") for _ in range(rng.randint(1, 4))) for _ in range(400)]
     for chunk in ([v] for v in values):
         arr = pa.array(chunk, pa.string())
-        assert tt._plain_integers(arr) == bool(tt.INT_TEXT.fullmatch(chunk[0])), chunk
+        assert plain_integers(arr) == bool(tt.INT_TEXT.fullmatch(chunk[0])), chunk
     good = [v for v in values if tt.INT_TEXT.fullmatch(v)]
-    assert tt._plain_integers(pa.array(good, pa.string())) and tt._plain_integers(pa.array(good, pa.string()).slice(3))
-    assert not tt._plain_integers(pa.array(good + ["1-"], pa.string()))
+    assert plain_integers(pa.array(good, pa.string())) and plain_integers(pa.array(good, pa.string()).slice(3))
+    assert not plain_integers(pa.array(good + ["1-"], pa.string()))

@@ -94,9 +94,9 @@ def test_arrow_compute_is_imported_only_when_a_kernel_is_called():
     )
     assert "gpukit.data.text_table" in loaded and "pyarrow.compute" not in loaded
     used = _modules_after(
-        "import gc\nfrom gpukit.data.text_table import pc\n"
+        "import gc\nfrom gpukit.data.arrow_numpy import pc\n"
         "gc.disable()\nassert pc.sum([1, 2]).as_py() == 3\nassert not gc.isenabled()\n"
     )
     assert "pyarrow.compute" in used
-    enabled = _modules_after("import gc\nfrom gpukit.data.text_table import pc\npc.sum\nassert gc.isenabled()\n")
+    enabled = _modules_after("import gc\nfrom gpukit.data.arrow_numpy import pc\npc.sum\nassert gc.isenabled()\n")
     assert "pyarrow.compute" in enabled

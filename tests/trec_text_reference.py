@@ -70,14 +70,27 @@ class Verdict:
 
 
 def gunzip(data: bytes) -> tuple[bytes, bool]:
-    """(as much as decompresses, whether the stream is damaged)."""
+    """(as much as decompresses, whether the stream is damaged).
+
+    A ``read`` that meets the damage raises and loses what it decompressed
+    before it, so after a failure the tail past the last whole chunk is
+    read again a byte at a time."""
     out = []
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
             while chunk := fh.read(1 << 16):
                 out.append(chunk)
     except (OSError, EOFError, zlib.error):
-        return b"".join(out), True
+        done = b"".join(out)
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
+            fh.read(len(done))
+            tail = []
+            try:
+                while byte := fh.read(1):
+                    tail.append(byte)
+            except (OSError, EOFError, zlib.error):
+                pass
+        return done + b"".join(tail), True
     return b"".join(out), False
 
 

@@ -406,17 +406,18 @@ def string_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Arr
     n = sum(len(c) for c in chunks)
     if n == 0:
         return np.zeros(0, np.int32), pa.array([], pa.string())
-    if n <= _SMALL_CODES:
-        return _small_codes(chunks)
     sample = chunks[0].slice(0, 1 << 16)
-    if len(_run_starts([sample])) * 4 <= len(sample):
-        starts = _run_starts(chunks)
+    sample_starts = _run_starts([sample]) if n > _SMALL_GROUPED else None
+    if sample_starts is not None and len(sample_starts) * 4 <= len(sample):
+        starts = _run_starts(chunks) if n > len(sample) else sample_starts
         if len(starts) * 4 <= n:
             # Grouped column (a run's query ids): code the run heads, then repeat.
             head_codes, vocab = string_codes(_take_rows(chunks, starts))
             lengths = np.diff(np.append(starts, n))
             return np.repeat(head_codes, lengths), vocab
         del starts
+    if n <= _SMALL_CODES:
+        return _small_codes(chunks)
     packed = _packed_codes(chunks, n)
     if packed is None:
         return _hash_codes(chunks)
@@ -427,6 +428,10 @@ def string_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Arr
 #: fixed cost of the vectorised passes exceeds sorting the strings themselves
 #: (a run's query ids: ~100 distinct heads).
 _SMALL_CODES = 2048
+#: Columns longer than this are first checked for runs of equal ids (two
+#: vectorised passes): a small run's ~2,000 query ids are ~60 runs, whose
+#: heads Python codes in a tenth of the time of every id.
+_SMALL_GROUPED = 64
 
 
 def _small_codes(chunks: list[pa.Array]) -> tuple[np.ndarray, pa.Array]:
@@ -447,6 +452,11 @@ def _small_codes(chunks: list[pa.Array]) -> tuple[np.ndarray, pa.Array]:
     return codes, array
 
 
+#: Lookups of up to this many strings (values and vocabulary together) go
+#: through a Python dict (a run's ~100 query ids against the qrels').
+_SMALL_LOOKUP = 1024
+
+
 def lookup_codes(values: pa.Array, vocab: pa.Array) -> np.ndarray:
     """Position of each of ``values`` in the sorted unique ``vocab``, -1 if absent (int64).
 
@@ -458,6 +468,11 @@ def lookup_codes(values: pa.Array, vocab: pa.Array) -> np.ndarray:
     out = np.full(len(values), -1, dtype=np.int64)
     if len(values) == 0 or len(vocab) == 0:
         return out
+    if (len(values) + len(vocab) <= _SMALL_LOOKUP and pa.types.is_string(values.type) and pa.types.is_string(vocab.type)
+            and not values.null_count and not vocab.null_count):
+        # A dict of a few strings beats the key building's dozens of array passes.
+        index = dict(zip(reversed(vocab.to_pylist()), range(len(vocab) - 1, -1, -1)))  # the first of equal ids
+        return np.fromiter((index.get(s, -1) for s in values.to_pylist()), dtype=np.int64, count=len(values))
     v_chunks, h_chunks = string_chunks(values), string_chunks(vocab)
     width = key_width(v_chunks + h_chunks)
     if width is None:

@@ -7,7 +7,10 @@ as it is first; only a block with tabs, CRs or ``#``, or whose parse shows an
 empty field (a stray space), is whitespace-normalised and parsed again. Every
 failure is re-checked by a slow line-by-line scan of the offending block so
 that the error names the file, the line and the problem; line numbers are
-counted only then.
+counted only then. A tiny input (below ``TINY_INPUT_BYTES``) that is
+clean (ASCII, no comment, the right number of fields) is parsed without
+Arrow's parser by :mod:`gpukit.data.tiny_table`; any other goes the Arrow
+way, which words every error.
 
 What is accepted (and the error scan checks exactly the same rules):
 
@@ -53,7 +56,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from gpukit.data.arrow_numpy import parse_pool, pc, release_arrow_memory, value_bytes, value_offsets
+from gpukit.data.arrow_numpy import parse_pool, plain_int64, release_arrow_memory, value_offsets
+from gpukit.data.tiny_table import parse_tiny
 from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, echo
 
 
@@ -63,6 +67,13 @@ BLOCK_BYTES = 64 << 20
 #: blocks to threads costs more than it overlaps (crossover measured in
 #: docs/benchmarks.md, "Reader strategy by input size").
 SMALL_INPUT_BYTES = 16 << 20
+#: Inputs smaller than this (bytes of text; a gzip file counts 8x its size, and
+#: its text must fit too) that fit one block are first tried by
+#: :func:`gpukit.data.tiny_table.parse_tiny`, without Arrow's parser: below it,
+#: setting up Arrow's reader costs more than parsing (crossover measured in
+#: docs/benchmarks.md, "Fourth pass: tiny inputs"). Anything that path does not accept as
+#: clean is read by the Arrow reader, which also words every error.
+TINY_INPUT_BYTES = 128 << 10
 #: The longest line (bytes before its newline) a reader accepts: bounds the
 #: memory a file without newlines (``/dev/zero``) can take.
 MAX_LINE_BYTES = 1 << 20
@@ -244,36 +255,12 @@ def _diagnose(
     return InputFormatError(source, None, f"could not parse the {what} file (no single bad line found in lines {first_line}+)")
 
 
-def _plain_integers(chunk: pa.Array) -> bool:
-    """Whether every string of ``chunk`` matches ``-?[0-9]+`` (``INT_TEXT``),
-    checked on the bytes in a few vectorised passes rather than by a regex per value."""
-    if len(chunk) == 0:
-        return True
-    off = value_offsets(chunk).astype(np.int64)
-    lengths = np.diff(off)
-    if int(lengths.min()) == 0:
-        return False
-    data = value_bytes(chunk)[off[0] : off[-1]]
-    minus = data == 0x2D
-    if not bool((((data >= 0x30) & (data <= 0x39)) | minus).all()):
-        return False
-    starts = off[:-1] - off[0]
-    leading = minus[starts]
-    # A '-' only as a first byte, and followed by a digit.
-    return int(np.count_nonzero(minus)) == int(np.count_nonzero(leading)) and bool((lengths[leading] >= 2).all())
-
-
 def _parse_ints(table: pa.Table, names: Sequence[str]) -> pa.Table | None:
     """Integer columns parsed as text turned into int64; None if one field is
-    not a plain decimal integer within int64 (Arrow's own integer parser
-    would accept ``0x1``)."""
+    not a plain decimal integer within int64 (see :func:`plain_int64`)."""
     for name in names:
-        column = table.column(name)
-        if not all(_plain_integers(chunk) for chunk in column.chunks):
-            return None
-        try:
-            converted = pc.cast(column, pa.int64())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        converted = plain_int64(table.column(name))
+        if converted is None:
             return None
         table = table.set_column(table.schema.get_field_index(name), name, converted)
     return table
@@ -591,8 +578,47 @@ def read_table(
     return table
 
 
+def _read_tiny(source: str, file: str, columns: Sequence[Column], rest_of_line_ignored: bool) -> ParsedTable | None:
+    """:func:`_read_file` by :func:`parse_tiny` for a small, clean input; None
+    for any other (too big, not clean, unreadable: the Arrow reader decides)."""
+    cap = min(TINY_INPUT_BYTES, BLOCK_BYTES)
+    try:
+        with open(file, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > cap:
+                return None
+            text = fh.read(cap + 1)
+            gzipped = text[:2] == _GZIP_MAGIC
+            if gzipped:
+                if 8 * size >= cap:
+                    return None
+                with gzip.GzipFile(fileobj=io.BytesIO(text), mode="rb") as stream:
+                    text = stream.read(cap + 1)
+    except (OSError, EOFError, zlib.error):
+        return None
+    if len(text) > cap:
+        return None
+    size = len(text)  # line numbers of later errors are counted in these bytes
+    max_line = MAX_LINE_BYTES
+    if text.startswith(_BOM):
+        text = text[len(_BOM) :]
+        max_line -= len(_BOM)  # the Arrow reader counts it in the first line (stricter for all: never looser)
+    if text and not text.endswith(b"\n"):
+        text += b"\n"
+    parsed = parse_tiny(text, columns, rest_of_line_ignored, max_line)
+    if parsed is None:
+        return None
+    arrays, rows = parsed
+    opener: Callable[[], io.BufferedIOBase] = (lambda: gzip.open(file, "rb")) if gzipped else (lambda: open(file, "rb"))  # type: ignore[assignment, return-value]
+    columns_out = {name: pa.chunked_array([array]) for name, array in arrays.items()}
+    return ParsedTable(source, columns_out, rows, [(0, size, 1, rows)], opener)
+
+
 def _read_file(source: str, file: str, columns: Sequence[Column], what: str, rest_of_line_ignored: bool) -> ParsedTable:
     """:func:`read_table` of the regular file ``file``; ``source`` names it in errors."""
+    tiny = _read_tiny(source, file, columns, rest_of_line_ignored)
+    if tiny is not None:
+        return tiny
     try:
         opener = _opener_for(file)
     except OSError as exc:
