@@ -205,6 +205,25 @@ def test_user_errors(data):
         Prices(hardware_per_hour=-1.0)
 
 
+def test_peak_memory_sees_a_large_cpu_allocation_when_garbage_is_freed_inside():
+    """Garbage left by earlier code (a cycle holding 128 MiB) freed by a collection
+    inside the step lowered the resident set below the baseline, hiding the
+    step's own 64 MiB (this test failed in the full suite under load)."""
+    import gc
+
+    class Cycle:
+        pass
+
+    garbage = Cycle()
+    garbage.me, garbage.block = garbage, np.ones(128 * 2**20 // 8)
+    del garbage
+    with PeakMemory(torch.device("cpu")) as peak:
+        gc.collect()  # what an allocation-triggered collection does
+        block = np.ones(64 * 2**20 // 8)
+        del block
+    assert peak.peak_bytes >= 48 * 2**20
+
+
 def test_peak_memory_sees_a_large_cpu_allocation():
     with PeakMemory(torch.device("cpu")) as peak:
         block = np.ones(64 * 2**20 // 8)  # 64 MiB, touched

@@ -19,6 +19,7 @@
 """
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 import tracemalloc
@@ -72,6 +73,10 @@ class PeakMemory:
         self._tracing = False
 
     def __enter__(self) -> "PeakMemory":
+        # Garbage left by earlier code counts in the baseline; a collection
+        # during the step would free it and hide the step's own allocation
+        # under that baseline. Collect it first.
+        gc.collect()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
