@@ -100,7 +100,9 @@ def test_same_scores_in_every_space(long_space):
         assert a[name].per_query.tolist() == b[name].per_query.tolist(), name
 
 
-@pytest.mark.parametrize("layout", ["sorted", "shuffled", "one_huge_topic"])
+@pytest.mark.parametrize(
+    "layout", ["sorted", "shuffled", "one_huge_topic", "grouped_topics_out_of_order", "grouped_one_topic_split", "grouped_int64_edge"]
+)
 def test_packed_qrels_pair_order_matches_lexsort(layout):
     import numpy as np
 
@@ -112,11 +114,47 @@ def test_packed_qrels_pair_order_matches_lexsort(layout):
     if layout == "one_huge_topic":
         q[:1500] = 7  # the padded (queries, judgments) table would be too wide
     keys = rng.integers(0, 40, len(q)) * 1_000_003  # repeats: stability matters
+    if layout == "grouped_int64_edge":
+        keys = 2**63 - 2 - rng.integers(0, 40, len(q))  # just below the table's padding value
     if layout == "sorted":
         order = np.lexsort((keys, q))
         q, keys = q[order], keys[order]
+    if layout.startswith("grouped"):
+        # Each topic's rows together (as qrels files list them), topics in a shuffled
+        # order, some query codes unused, documents unsorted within a topic.
+        q = np.sort(q)
+        topics = np.unique(q)
+        n_queries = 80
+        q = rng.choice(n_queries, len(topics), replace=False)[np.searchsorted(topics, q)]
+        if layout == "grouped_one_topic_split":
+            q = np.concatenate([q, q[:3]])  # the first topic again at the end: not one group
+            keys = np.concatenate([keys, keys[:3] + 1])
     got = _pair_order(q.astype(np.int64), keys.astype(np.int64), n_queries, PackedIds())
     assert np.array_equal(got, np.lexsort((keys, q)))
+
+
+def test_qrels_grouped_out_of_byte_order_read_sorted(tmp_path):
+    """Topics listed together but not in byte order, documents unsorted within a
+    topic: rows come out sorted by (query, doc) bytes, grades with them."""
+    lines = [("1000", "d9", 1), ("1000", "d10", 2), ("1000", "a", 0), ("999", "zz", 1), ("999", "b", 3), ("10", "c", 1)]
+    path = tmp_path / "qrels.txt"
+    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in lines))
+    qrels = gpukit.Qrels.from_trec(path)
+    expected = sorted(lines, key=lambda r: (r[0].encode(), r[1].encode()))
+    got = list(zip(
+        [qrels.query_id_list()[c] for c in qrels.query_codes.tolist()],
+        qrels.doc_space.ids_of(qrels.doc_codes).to_pylist(),
+        qrels.grades.tolist(),
+    ))
+    assert got == expected
+
+
+def test_duplicate_in_grouped_qrels_names_both_lines(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("q2 0 b 1\nq2 0 c 0\nq2 0 b 2\nq1 0 a 1\n")
+    with pytest.raises(InputFormatError) as info:
+        gpukit.Qrels.from_trec(path)
+    assert info.value.line == 3 and "lines 1 and 3" in str(info.value) and "'b'" in str(info.value)
 
 
 def test_duplicate_packed_judgment_names_both_lines(tmp_path):

@@ -225,9 +225,17 @@ def test_peak_memory_sees_a_large_cpu_allocation_when_garbage_is_freed_inside():
 
 
 def test_peak_memory_sees_a_large_cpu_allocation():
+    import mmap
+
+    # A fresh anonymous mapping, touched: new resident pages whatever the
+    # process freed before (np.ones could be served from heap memory that an
+    # earlier test freed but malloc kept resident, leaving RSS unchanged).
     with PeakMemory(torch.device("cpu")) as peak:
-        block = np.ones(64 * 2**20 // 8)  # 64 MiB, touched
+        mapping = mmap.mmap(-1, 64 * 2**20)
+        block = np.frombuffer(mapping, dtype=np.uint8)
+        block[:] = 1  # 64 MiB, touched
         del block
+        mapping.close()
     assert peak.peak_bytes >= 48 * 2**20
 
 

@@ -370,6 +370,39 @@ def test_lookup_codes(case, slices):
     assert sc.lookup_codes(pa.array([], pa.string()), pa.array(vocab_list, pa.string())).tolist() == []
 
 
+@pytest.mark.parametrize("rows", ["ascending", "shuffled", "one_chunk_only"])
+def test_take_rows_across_chunks_matches_python(rows):
+    """Rows taken chunk by chunk (ascending rows) or by Arrow (any order) are
+    the strings at those global row numbers; an empty chunk is skipped."""
+    rng = np.random.default_rng(5)
+    sizes = [7, 0, 1, 30, 12]
+    values = [f"id-{i:03d}-{'x' * (i % 5)}" for i in range(sum(sizes))]
+    chunks, at = [], 0
+    for size in sizes:
+        chunks.append(pa.array(values[at : at + size], pa.string()))
+        at += size
+    wanted = np.sort(rng.choice(len(values), 25, replace=False))
+    wanted[:3] = [6, 7, 8]  # either side of chunk boundaries
+    wanted = np.sort(wanted)
+    if rows == "shuffled":
+        wanted = rng.permutation(wanted)
+    if rows == "one_chunk_only":
+        wanted = np.array([8, 9, 20])
+    got = sc._take_rows(chunks, wanted)
+    assert got.type == pa.string() and got.to_pylist() == [values[i] for i in wanted]
+
+
+def test_grouped_column_over_many_chunks_codes_like_python():
+    """A run's query ids over several chunks (run heads taken chunk by chunk)."""
+    heads = ["q10", "q2", "q1", "q2", "q30", "q10"]
+    column = [h for h in heads for _ in range(3000)]
+    chunks = pa.chunked_array([pa.array(column[i : i + 2500], pa.string()) for i in range(0, len(column), 2500)])
+    codes, vocab = sc.string_codes(chunks)
+    expected = sorted(set(heads), key=str.encode)
+    assert vocab.to_pylist() == expected
+    assert [expected[c] for c in codes.tolist()] == column
+
+
 def test_stable_order_matches_argsort_both_paths():
     rng = np.random.default_rng(0)
     keys = rng.integers(0, 50, size=1000)

@@ -14,7 +14,6 @@ from typing import Any, Callable, Mapping, TypeVar
 
 import numpy as np
 import pyarrow as pa
-import torch
 
 from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
 from gpukit.data.nested_mapping import FlatMapping, flatten
@@ -245,15 +244,16 @@ def _pair_order(q: np.ndarray, keys: np.ndarray, n_queries: int, space: DocSpace
     """Stable order of rows by (query code, doc key).
 
     Vocabulary codes are small enough to pack with the query into one int64.
-    Packed keys use 63 bits, so rows are ordered by query first (one direct
-    sort), then within each query by key: usually a no-op (qrels list a
-    topic's documents in order), else one row-wise sort of a padded
+    Packed keys use 63 bits, so rows are ordered by query first (by whole
+    groups when each query's rows are contiguous, see :func:`_query_order`),
+    then within each query by key: usually a no-op (qrels list a topic's
+    documents in order), else one row-wise stable argsort of a padded
     (queries, judgments) table, or a lexsort when one topic is very large.
     """
     if isinstance(space, Vocabulary):
         n_docs = space.bound
         return _stable_order(q * n_docs + keys, n_queries * n_docs)[0]
-    by_q, qs = _stable_order(q, n_queries)
+    by_q, qs = _query_order(q, n_queries)
     ks = keys[by_q]
     if not np.any((qs[1:] == qs[:-1]) & (ks[1:] < ks[:-1])):
         return by_q
@@ -263,10 +263,40 @@ def _pair_order(q: np.ndarray, keys: np.ndarray, n_queries: int, space: DocSpace
     if n_queries * width > 4 * n + (1 << 20):
         return np.lexsort((keys, q))
     starts = np.cumsum(counts) - counts
-    table = np.full((n_queries, width), np.iinfo(np.int64).max, dtype=np.int64)  # 0xFF.. is never a packed id
-    table[qs, np.arange(n, dtype=np.int64) - starts[qs]] = ks
-    perm = torch.sort(torch.from_numpy(table), dim=1, stable=True).indices.numpy()
+    # Rows are grouped by query (ascending), so row i goes to slot i - start + query * width.
+    slot = np.arange(n, dtype=np.int64)
+    slot += np.repeat(np.arange(n_queries, dtype=np.int64) * width - starts, counts)
+    table = np.full(n_queries * width, np.iinfo(np.int64).max, dtype=np.int64)  # 0x7FFF.. is never a packed or radix key
+    table[slot] = ks
+    del slot, ks
+    # NumPy's row-wise argsort of short int64 rows is ~2x torch's stable sort here.
+    perm = np.argsort(table.reshape(n_queries, width), axis=1, kind="stable")
+    del table
     return by_q[(starts[:, None] + perm)[perm < counts[:, None]]]
+
+
+def _query_order(q: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
+    """(stable order of rows by query code, the sorted codes).
+
+    A qrels file lists each topic's judgments together, though not always
+    with the topics in byte order (``1000`` before ``999``): then only the
+    groups are ordered (one sort of one code per topic) and the rows follow
+    their group, a linear pass instead of a sort of every row.
+    """
+    n = len(q)
+    if n:
+        starts = np.flatnonzero(q[1:] != q[:-1]) + 1
+        starts = np.concatenate([np.zeros(1, dtype=np.int64), starts])
+        group_q = q[starts]
+        # Every query in one contiguous group (more groups than queries: some query is split).
+        if len(starts) <= n_queries and int(np.bincount(group_q, minlength=n_queries).max()) <= 1:
+            lengths = np.diff(np.append(starts, n))
+            by_code = np.argsort(group_q, kind="stable")
+            lengths, starts = lengths[by_code], starts[by_code]
+            order = np.arange(n, dtype=np.int64)
+            order += np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+            return order, np.repeat(group_q[by_code].astype(np.int64), lengths)
+    return _stable_order(q, n_queries)
 
 
 def _stable_order(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:

@@ -352,10 +352,25 @@ def strings_from_matrix(matrix: np.ndarray) -> pa.Array | None:
 
 
 def _take_rows(chunks: list[pa.Array], rows: np.ndarray) -> pa.Array:
-    """Strings at global row numbers ``rows`` (any order) as one pa.string() array."""
-    column = pa.chunked_array(chunks)
-    out = column.take(arrow_indices(rows))
-    out = out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+    """Strings at global row numbers ``rows`` (any order) as one pa.string() array.
+
+    Ascending rows (run heads, first rows of codes: every caller's case) are
+    taken chunk by chunk: Arrow's take on a chunked array concatenates all
+    of its chunks first (0.54 s for the query ids of a 10M-line run, against
+    6 ms chunk by chunk).
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(chunks) > 1 and len(rows) and bool((rows[1:] >= rows[:-1]).all()):
+        bounds = np.cumsum([0] + [len(c) for c in chunks])
+        cut = np.searchsorted(rows, bounds)
+        parts = [
+            chunks[i].take(arrow_indices(rows[cut[i] : cut[i + 1]] - bounds[i]))
+            for i in range(len(chunks)) if cut[i + 1] > cut[i]
+        ]
+        out = pa.concat_arrays([p.cast(pa.large_string()) for p in parts]) if len(parts) > 1 else parts[0]
+    else:
+        out = pa.chunked_array(chunks).take(arrow_indices(rows))
+        out = out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
     return out.cast(pa.string()) if out.type != pa.string() else out
 
 
