@@ -219,23 +219,26 @@ def test_peak_memory_sees_a_large_cpu_allocation_when_garbage_is_freed_inside():
     del garbage
     with PeakMemory(torch.device("cpu")) as peak:
         gc.collect()  # what an allocation-triggered collection does
-        block = np.ones(64 * 2**20 // 8)
-        del block
+        _touch_fresh_pages(64 * 2**20)
     assert peak.peak_bytes >= 48 * 2**20
 
 
-def test_peak_memory_sees_a_large_cpu_allocation():
+def _touch_fresh_pages(nbytes: int) -> None:
+    """A fresh anonymous mapping, touched: new resident pages whatever the
+    process freed before (np.ones could be served from heap memory that an
+    earlier test freed but malloc kept resident, leaving RSS unchanged)."""
     import mmap
 
-    # A fresh anonymous mapping, touched: new resident pages whatever the
-    # process freed before (np.ones could be served from heap memory that an
-    # earlier test freed but malloc kept resident, leaving RSS unchanged).
+    mapping = mmap.mmap(-1, nbytes)
+    block = np.frombuffer(mapping, dtype=np.uint8)
+    block[:] = 1
+    del block
+    mapping.close()
+
+
+def test_peak_memory_sees_a_large_cpu_allocation():
     with PeakMemory(torch.device("cpu")) as peak:
-        mapping = mmap.mmap(-1, 64 * 2**20)
-        block = np.frombuffer(mapping, dtype=np.uint8)
-        block[:] = 1  # 64 MiB, touched
-        del block
-        mapping.close()
+        _touch_fresh_pages(64 * 2**20)  # 64 MiB
     assert peak.peak_bytes >= 48 * 2**20
 
 
