@@ -25,20 +25,25 @@ import torch
 F = TypeVar("F", bound=Callable)
 
 #: Ranked entries (topics x ranking depth) below which one intra-op thread
-#: is faster than torch's pool on CPU; the crossover is measured in
-#: docs/benchmarks.md ("Torch threads by work size"; "Fourth pass": at 10^7
-#: entries, 100k queries x 100, one thread still took 0.79x the wall and
-#: 0.75x the CPU of the pool on the shared 2-core VM, so the bound sits above it).
-SMALL_WORK = 20_000_000
+#: is faster than torch's pool on CPU, busy or not (docs/benchmarks.md,
+#: "Torch threads by work size": one thread won by >= 1.25x up to 10^6).
+SMALL_WORK = 1_000_000
+#: Below this, one thread also while the machine is busy (:func:`machine_busy`):
+#: at 10^7 entries (100k queries x 100) one thread took 0.79x the wall of the
+#: pool at load 4-6 on the 2-core VM ("Fifth pass"), while on the nearly idle
+#: VM two threads were 20-40% faster on 10^7-entry updates (section
+#: "torchmetrics"), so the pool is kept there when the cores are free.
+BUSY_WORK = 20_000_000
 
 
 def threads_wanted(work: int, device: torch.device | str = "cpu", current: int | None = None) -> int:
     """The intra-op thread count for ``work`` ranked entries on ``device``:
-    1 on CPU below :data:`SMALL_WORK`, else ``current`` (default: torch's
-    present count). CUDA kernels do not use the CPU pool, so a CUDA device
-    keeps the present count too."""
+    1 on CPU below :data:`SMALL_WORK`, and below :data:`BUSY_WORK` while
+    :func:`machine_busy`; else ``current`` (default: torch's present count).
+    CUDA kernels do not use the CPU pool, so a CUDA device keeps the present
+    count too. The count changes speed only, never a value."""
     current = torch.get_num_threads() if current is None else current
-    if torch.device(device).type == "cpu" and work < SMALL_WORK:
+    if torch.device(device).type == "cpu" and (work < SMALL_WORK or (work < BUSY_WORK and machine_busy())):
         return 1
     return current
 

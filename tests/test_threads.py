@@ -13,10 +13,19 @@ import gpukit.threads
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.errors import InputFormatError
-from gpukit.threads import SMALL_WORK, sized_threads, threads_for, threads_wanted
+from gpukit.threads import BUSY_WORK, SMALL_WORK, sized_threads, threads_for, threads_wanted
 
 DATA = Path(__file__).parent / "data" / "trec_eval"
 CALLER = 3  # a count no default gives, so that "restored" cannot be "reset to the default"
+
+
+REAL_MACHINE_BUSY = gpukit.threads.machine_busy
+
+
+@pytest.fixture(autouse=True)
+def quiet_machine(monkeypatch):
+    """The size rule alone, whatever this machine's load (the busy rule has its own test)."""
+    monkeypatch.setattr(gpukit.threads, "machine_busy", lambda: False)
 
 
 @pytest.fixture
@@ -31,6 +40,14 @@ def test_rule_one_thread_below_the_size_on_cpu_only():
     assert threads_wanted(SMALL_WORK - 1, "cpu", current=4) == 1
     assert threads_wanted(SMALL_WORK, "cpu", current=4) == 4
     assert threads_wanted(10, "cuda", current=4) == 4
+
+
+def test_busy_machine_runs_mid_sized_work_on_one_thread(monkeypatch):
+    monkeypatch.setattr(gpukit.threads, "machine_busy", lambda: True)
+    assert threads_wanted(SMALL_WORK, "cpu", current=4) == 1
+    assert threads_wanted(BUSY_WORK - 1, "cpu", current=4) == 1
+    assert threads_wanted(BUSY_WORK, "cpu", current=4) == 4
+    assert threads_wanted(SMALL_WORK, "cuda", current=4) == 4
 
 
 def test_small_block_runs_on_one_thread_and_restores(caller_threads):
@@ -111,4 +128,4 @@ def test_in_process_cli_call_leaves_the_collector_alone(capsys):
 def test_machine_busy_when_the_load_average_reaches_the_cores(monkeypatch, load, busy):
     monkeypatch.setattr(gpukit.threads.os, "getloadavg", lambda: (load, 0.0, 0.0))
     monkeypatch.setattr(gpukit.threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert gpukit.threads.machine_busy() is busy
+    assert REAL_MACHINE_BUSY() is busy
