@@ -5,6 +5,7 @@ import argparse
 import json
 from typing import IO, Sequence
 
+from gpukit.errors import UsageError
 from gpukit.report import Report
 
 #: The formats every multi-run command accepts; a command may add its own (``eval``'s ``trec``).
@@ -32,4 +33,4 @@ def write_reports(out: IO[str], reports: Sequence[Report], fmt: str, per_query: 
     elif fmt == "table":
         out.write("\n\n".join(r.to_table(per_query=per_query) for r in reports) + "\n")
     else:
-        raise ValueError(f"unknown report format {fmt!r}")
+        raise UsageError(f"unknown report format {fmt!r}; expected one of {REPORT_FORMATS}")
