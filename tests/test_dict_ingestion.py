@@ -206,3 +206,14 @@ def test_ir_measures_provider_reads_a_repeated_scored_doc_as_the_pytrec_eval_pro
     for key in theirs:
         assert ours[key] == pytest.approx(theirs[key], abs=1e-12)
     assert ours[("q1", "RR")] == 1.0 and ours[("q1", "AP")] == pytest.approx((1 + 2 / 3) / 2)
+
+
+def test_float32_exact_reads_every_score_not_only_the_first():
+    from gpukit.data.host_ranking import float32_exact
+
+    exact = np.arange(5000, dtype=np.float32).astype(np.float64).reshape(50, 100)
+    assert float32_exact(exact)
+    head_off, tail_off = exact.copy(), exact.copy()
+    head_off[0, 0] = 0.1  # not a float32 value
+    tail_off[-1, -1] = 0.1
+    assert not float32_exact(head_off) and not float32_exact(tail_off)
