@@ -36,6 +36,7 @@ _LAZY: dict[str, str] = {
     "parse_measure": "gpukit.measures",
     "parse_measures": "gpukit.measures",
     "qrels_diff": "gpukit.qrels_diff",
+    "read_trec_files": "gpukit.data",
     "sharded_search": "gpukit.pipelines",
 }
 
@@ -59,7 +60,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from gpukit import datasets, pairwise, qrels_diff
     from gpukit.conventions import Convention, get_convention
-    from gpukit.data import Qrels, Run
+    from gpukit.data import Qrels, Run, read_trec_files
     from gpukit.diversity_evaluation import evaluate_diversity
     from gpukit.evaluation import evaluate
     from gpukit.measures import Measure, parse_measure, parse_measures

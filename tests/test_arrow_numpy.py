@@ -60,3 +60,38 @@ def test_evaluating_trec_files_does_not_import_pandas():
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_lazy_module_waits_for_an_import_under_way_in_another_thread(tmp_path, monkeypatch):
+    """A thread that reaches a LazyModule while another thread is importing it
+    gets the finished module, not the half-built one in sys.modules (the
+    read-ahead worker of gpukit.data.trec_files imports pyarrow.compute)."""
+    import sys
+    import threading
+
+    from gpukit.data.arrow_numpy import LazyModule
+
+    (tmp_path / "gk_slow_module.py").write_text(
+        "import builtins, time\nbuiltins._gk_slow_started.set()\ntime.sleep(0.3)\nVALUE = 42\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import builtins
+
+    started = threading.Event()
+    monkeypatch.setattr(builtins, "_gk_slow_started", started, raising=False)
+    lazy = LazyModule("gk_slow_module")
+    results: dict[str, object] = {}
+
+    def first() -> None:
+        results["first"] = lazy.VALUE
+
+    worker = threading.Thread(target=first)
+    worker.start()
+    assert started.wait(5)  # the worker is inside the import now
+    try:
+        results["second"] = lazy.VALUE
+    except AttributeError as exc:  # the half-built module
+        results["second"] = exc
+    worker.join()
+    sys.modules.pop("gk_slow_module", None)
+    assert results == {"first": 42, "second": 42}

@@ -11,9 +11,8 @@ import torch
 from gpukit.cli._formats import add_format_option, write_reports
 from gpukit.cli._options import device_name, grade, positive_int64
 from gpukit.cli import COMMAND_HELP
-from gpukit.data.qrels import Qrels
-from gpukit.data.run import Run
 from gpukit.data.text_table import check_stdin_once
+from gpukit.data.trec_files import read_trec_files
 from gpukit.device import resolve_device
 from gpukit.evaluation import evaluate
 from gpukit.measures import parse_measures
@@ -50,11 +49,12 @@ def run_eval(args: argparse.Namespace) -> int:
     check_stdin_once([args.qrels, *args.runs])
     measures = parse_measures(args.measures or DEFAULT_MEASURES, rel=args.relevance_level)
     device = resolve_device(args.device)
-    qrels = Qrels.from_trec(args.qrels)
     score_dtype = torch.float32 if args.score_precision == "float32" else torch.float64
+    # The next run's text is parsed on a second thread while one is evaluated.
+    qrels, runs = read_trec_files(args.qrels, args.runs, dedup=args.dedup)
     reports = []
-    for path in args.runs:
-        run = Run.from_trec(path, dedup=args.dedup).to(device)
+    for run in runs:
+        run = run.to(device)
         reports.append(
             evaluate(
                 qrels, run, measures, convention=args.convention, complete=args.complete,

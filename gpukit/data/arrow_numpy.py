@@ -42,7 +42,10 @@ class LazyModule:
 
     def __getattr__(self, attr: str):
         module = sys.modules.get(self._name)
-        if module is None:
+        # A module another thread is still importing is in sys.modules half
+        # built (a reader thread, gpukit.data.trec_files): import_module then
+        # waits for that import to finish.
+        if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):
             # The collections the import's allocations trigger would walk every
             # object of the process (torch's included) and free nothing of
             # the import's own: collection is paused for its duration, and

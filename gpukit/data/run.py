@@ -31,7 +31,7 @@ from gpukit.data.doc_space import DocSpace, doc_keys
 from gpukit.data.host_ranking import float32_exact, rank_rows_host
 from gpukit.data.nested_mapping import FlatMapping, flatten
 from gpukit.data.string_coding import string_codes
-from gpukit.data.text_table import Column, read_table
+from gpukit.data.text_table import Column, ParsedTable, read_table
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import DeviceError, InputFormatError, UsageError, echo
 from gpukit.threads import sized_threads
@@ -46,6 +46,13 @@ _TREC_RUN_COLUMNS = (
     Column("score", "float"),
     Column("run_tag", "skip"),
 )
+
+
+def read_run_table(path: str | os.PathLike) -> ParsedTable:
+    """The parsed text of a TREC run file (``qid Q0 docno rank score tag``;
+    the rank column is skipped, the rest of a line after the tag ignored):
+    :meth:`Run.from_trec`'s first step, for :meth:`Run.from_table`."""
+    return read_table(path, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
 
 
 #: Padding (elements) a single (Q, K) layout may add beyond twice the run's
@@ -162,7 +169,13 @@ class Run:
         spellings (see :mod:`gpukit.data.text_table`); ``path`` ``"-"`` reads
         standard input.
         """
-        table = read_table(path, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
+        return cls.from_table(read_run_table(path), name, dedup)
+
+    @classmethod
+    def from_table(cls, table: ParsedTable, name: str | None = None, dedup: Dedup = "error") -> "Run":
+        """:meth:`from_trec` of a run file's parsed text (:func:`read_run_table`),
+        for callers that read the text elsewhere (on another thread, see
+        :func:`gpukit.data.trec_files.read_trec_files`). ``table``'s columns are consumed."""
         source = table.source
         # Columns are popped as they are used so that their memory goes early.
         scores = _pop_to_numpy(table.columns, "score", np.float64)

@@ -174,6 +174,21 @@ def _is_gzip(path: str) -> bool:
         return fh.read(2) == _GZIP_MAGIC
 
 
+def text_size_hint(path: str | os.PathLike) -> int | None:
+    """The bytes of text a regular file holds, as the readers estimate it (a
+    gzip file counts 8x its size); None for standard input (``"-"``), a pipe,
+    or a path that cannot be read (its reader then words the error)."""
+    source = os.fspath(path)
+    if source == "-":
+        return None
+    try:
+        if not stat.S_ISREG(os.stat(source).st_mode):
+            return None
+        return os.path.getsize(source) * (8 if _is_gzip(source) else 1)
+    except OSError:
+        return None
+
+
 def _opener_for(path: str) -> Callable[[], io.BufferedIOBase]:
     if _is_gzip(path):
         return lambda: gzip.open(path, "rb")  # type: ignore[return-value]
