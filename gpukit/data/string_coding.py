@@ -203,17 +203,16 @@ def _segment_keys(plan: KeyPlan, which: int, segment: int) -> np.ndarray:
     keys = np.zeros(n, dtype=np.uint64)
     if not layout:
         return keys
-    # Horner's rule over the positions: key = key * radix + rank(byte).
-    steps = []
-    for i, (pos, _) in enumerate(layout):
-        radix = layout[i - 1][1] // layout[i][1] if i else 0
-        steps.append((pos, np.uint64(radix), plan.lut[pos]))
+    # key = sum over positions of rank(byte) * weight: each position's rank
+    # table is multiplied by its weight once (256 entries), so a row costs one
+    # gather and one add per position. Ranks < radix make the sum the
+    # mixed-radix number itself, below the segment's bound: no overflow.
+    steps = [(pos, plan.lut[pos] * np.uint64(weight)) for pos, weight in layout]
+
     def horner(lo: int, m: np.ndarray) -> None:
         key = keys[lo : lo + len(m)]
-        for pos, radix, lut in steps:
-            if radix:
-                key *= radix
-            key += lut.take(m[:, pos])
+        for pos, weighted in steps:
+            key += weighted.take(m[:, pos])
 
     source.map(horner)
     return keys
