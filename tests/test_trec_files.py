@@ -174,3 +174,23 @@ def test_no_run_is_a_usage_error(tmp_path):
 
 def _worker_alive() -> bool:
     return any(t.name.startswith(WORKER) for t in threading.enumerate())
+
+
+def test_the_getting_started_example_runs_as_written(tmp_path, monkeypatch):
+    """docs/getting_started.md's read_trec_files example, on files of those names."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "getting_started.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "read_trec_files" in b]
+    assert len(blocks) == 1
+    qrels_path, paths = _track(tmp_path, 2, gz=(False, True))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "qrels.txt").write_bytes(Path(qrels_path).read_bytes())
+    (tmp_path / "run1.txt").write_bytes(Path(paths[0]).read_bytes())
+    (tmp_path / "run2.txt.gz").write_bytes(Path(paths[1]).read_bytes())
+    namespace: dict = {"gpukit": gpukit}
+    exec(compile(blocks[0], "docs/getting_started.md", "exec"), namespace)
+    expected = gpukit.evaluate(gpukit.Qrels.from_trec(qrels_path), gpukit.Run.from_trec(paths[1]), ["nDCG@10", "AP"])
+    assert namespace["reports"][1]["AP"].mean == expected["AP"].mean
+    assert [r.run_name for r in namespace["reports"]] == ["run1.txt", "run2.txt.gz"]
