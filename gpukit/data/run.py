@@ -169,11 +169,11 @@ class Run:
         nan = np.flatnonzero(np.isnan(scores))
         if len(nan):
             raise InputFormatError(source, table.line_of(int(nan[0])), "score is NaN")
-        release_arrow_memory()
+        release_arrow_memory(table.num_rows)
         q_codes, q_vocab = string_codes(table.columns.pop("query_id"))
-        release_arrow_memory()
+        release_arrow_memory(table.num_rows)
         d_codes, d_space = doc_keys(table.columns.pop("doc_id"), radix=True)
-        release_arrow_memory()
+        release_arrow_memory(table.num_rows)
         run_name = name if name is not None else os.path.basename(source)
         flat = [scores]
         del scores  # _from_flat frees the flat scores once they are laid out
