@@ -303,23 +303,44 @@ def _bare_alias(fam: Family, alias_bare: str, params: dict[str, Any], original: 
     return [_build(fam, params, None, original)]
 
 
+#: Names parsed already, per name index (a new family clears them): ``report["AP"]``
+#: and repeated ``evaluate(..., ["nDCG@10", ...])`` calls parse the same few names
+#: again and again, each parse building Measures and checking every parameter.
+_PARSED: dict[tuple[str, bool], tuple[Measure, ...]] = {}
+_PARSED_FOR: list = [None]  # the name index the entries were parsed against
+_PARSED_MAX = 4096
+
+
 def parse_measure_names(name: MeasureLike, *, trec_atol: bool = False) -> list[Measure]:
     """Parse one name, which may expand to several measures (``P.5,10``, bare ``ndcg_cut``).
 
     ``trec_atol`` reads trec_eval cutoff lists as trec_eval does (C's atol:
     ``ndcg_cut.23.4`` is ``ndcg_cut_23``); off by default, where such a
-    cutoff is an error.
+    cutoff is an error. Successful parses are remembered (Measures are
+    immutable) until a family is registered; errors are raised every time.
     """
     if isinstance(name, Measure):
         return [name]
     if not isinstance(name, str):
         raise MeasureError(f"a measure is a name or a Measure, got {type(name).__name__}")
+    index = registry.name_index()
+    if _PARSED_FOR[0] is not index or len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+        _PARSED_FOR[0] = index
+    key = (name, trec_atol)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = _PARSED[key] = tuple(_parse_names(name, index, trec_atol))
+    return list(parsed)
+
+
+def _parse_names(name: str, index, trec_atol: bool) -> list[Measure]:
+    """:func:`parse_measure_names` of a string, against the registry's ``index``."""
     original, text = name, name.strip()
     if not text:
         raise MeasureError(f"empty measure name; {_known_names()}")
     if len(text) > 4096:
         raise MeasureError(f"measure name of {len(text)} characters is too long: {_echo(text)}")
-    index = registry.name_index()
     # Exact trec_eval -m roots first (ndcg_cut, map_cut, P, recall, iprec_at_recall...).
     if text in index.trec:
         fam, syntax = index.trec[text]

@@ -118,8 +118,23 @@ def form_ranking(
     scores as float). ``join`` replaces the grade join (a ``_GradeJoin``
     subclass, e.g. ``_AnnotatedJoin``) to rank something else in the same order.
     """
+    found = _topics_of(qrels, run, complete, max_depth)
+    return _form_ranking(qrels, run, found, max_depth=max_depth, score_dtype=score_dtype, join=join)
+
+
+def _form_ranking(
+    qrels: Qrels,
+    run: Run,
+    found: tuple[np.ndarray, np.ndarray, int],
+    *,
+    max_depth: int | None,
+    score_dtype: torch.dtype,
+    join: type | None = None,
+) -> RankedJudgments:
+    """:func:`form_ranking` given ``found``, the :func:`_topics_of` of its arguments
+    (:func:`form_ranking_parts` has it already: the lookup is not done twice)."""
     device = run.device
-    topics, topic_rows_np, run_queries_not_in_qrels = _topics_of(qrels, run, complete, max_depth)
+    topics, topic_rows_np, run_queries_not_in_qrels = found
     topic_rows = torch.from_numpy(topic_rows_np).to(device)
     # Every run row is a topic, in order (the usual case): rows are read in place.
     identity = len(topics) == run.num_queries and np.array_equal(topic_rows_np, np.arange(len(topics)))
@@ -191,11 +206,12 @@ def form_ranking_parts(
     same as :func:`form_ranking`.
     """
     device = run.device
-    topics, topic_rows_np, run_queries_not_in_qrels = _topics_of(qrels, run, complete, max_depth)
+    found = _topics_of(qrels, run, complete, max_depth)
+    topics, topic_rows_np, run_queries_not_in_qrels = found
     blocks = run.row_blocks()
     ideal_class = qrels.derived(("ideal_classes", topics.tobytes()), lambda: _ideal_classes(qrels, topics))
     if len(topics) == 0 or (run.blocks is None and not ideal_class.any()):
-        ranked = form_ranking(qrels, run, complete=complete, max_depth=max_depth, score_dtype=score_dtype)
+        ranked = _form_ranking(qrels, run, found, max_depth=max_depth, score_dtype=score_dtype)
         return RankingParts(ranked.query_ids, ranked.in_run, run_queries_not_in_qrels, ((None, ranked),))
     # Block of each run row and the row's place in it.
     block_of_row = np.zeros(run.num_queries, dtype=np.int64)

@@ -14,8 +14,25 @@ from gpukit.errors import GpukitError, UsageError
 from gpukit.measures import Measure, MeasureLike, parse_measure
 
 
+#: describe_conventions' answers: every evaluation describes the same few
+#: measures again, ~20 string operations each (a new dict is handed out per call).
+_DESCRIBED: dict[tuple, dict[str, str]] = {}
+_DESCRIBED_MAX = 1024
+
+
 def describe_conventions(m: Measure, conv: Convention, *, max_depth: int | None, score_dtype: torch.dtype) -> dict[str, str]:
     """The conventions of one measure, in words, for the report (from its family record)."""
+    key = (m, conv, max_depth, score_dtype)
+    words = _DESCRIBED.get(key)
+    if words is None:
+        if len(_DESCRIBED) >= _DESCRIBED_MAX:
+            _DESCRIBED.clear()
+        words = _DESCRIBED[key] = _describe(m, conv, max_depth=max_depth, score_dtype=score_dtype)
+    return dict(words)
+
+
+def _describe(m: Measure, conv: Convention, *, max_depth: int | None, score_dtype: torch.dtype) -> dict[str, str]:
+    """:func:`describe_conventions`, worded afresh."""
     fam = m.spec
     out: dict[str, str] = {"convention": conv.name, "definition": fam.definition}
     if fam.describe is not None:
@@ -215,28 +232,49 @@ class MeasureResult:
         if not measures:
             return []
         stacked, stacked_mask = torch.stack(values), torch.stack(masks)
-        per_query = torch.where(stacked_mask, stacked, torch.full_like(stacked, float("nan")))
+        per_query = torch.where(stacked_mask, stacked, float("nan"))
         host = torch.cat([stacked, stacked_mask.to(stacked.dtype)]).cpu()  # the one transfer
         host_values, host_mask = host[: len(measures)], host[len(measures):].bool()
+        totals, counts = _row_totals(host_values, host_mask, aggregates)
         out = []
         for i, (m, conv, aggregate) in enumerate(zip(measures, conventions, aggregates)):
-            row, keep = host_values[i], host_mask[i]
-            evaluated = int(keep.sum())
-            if aggregate == "gmean":
-                row = row.clamp(min=MIN_GEO_MEAN).log()
-            total = float(row.masked_fill(~keep, 0.0).sum())
+            evaluated, total = counts[i], totals[i]
             if aggregate == "sum":
                 value = total
             else:
                 value = total / evaluated if evaluated else float("nan")
                 if aggregate == "gmean" and evaluated:
                     value = math.exp(value)
-            out.append(cls(m, per_query[i], stacked_mask[i], value, evaluated, int(keep.numel()) - evaluated, conv, aggregate))
+            out.append(cls(m, per_query[i], stacked_mask[i], value, evaluated, host_values.shape[1] - evaluated, conv, aggregate))
         return out
 
     @property
     def name(self) -> str:
         return str(self.measure)
+
+
+#: Up to this many topics a row sum of the (M, T) host table adds each row
+#: exactly as the sum of that row alone (one sequential chunk per row); a
+#: longer row's own sum may be split across threads, so rows are summed one
+#: by one, as always (tests/test_report_totals.py compares the two).
+BATCHED_TOTALS_MAX_TOPICS = 32768
+
+
+def _row_totals(values: torch.Tensor, mask: torch.Tensor, aggregates: list[str]) -> tuple[list[float], list[int]]:
+    """Per row of the host (M, T) ``values``: the sum over ``mask`` (of the
+    logarithms, floored at MIN_GEO_MEAN, for a ``gmean`` row) and the count.
+
+    A few ops on the whole table for small T instead of four per measure;
+    every total is the same float as summing its row alone."""
+    if "gmean" in aggregates:
+        logs = values.clamp(min=MIN_GEO_MEAN).log()
+        geo = torch.tensor([a == "gmean" for a in aggregates])[:, None]  # host tensors: no device copy
+        values = torch.where(geo, logs, values)
+    kept = values.masked_fill(~mask, 0.0)
+    counts = mask.sum(1).tolist()
+    if values.shape[1] <= BATCHED_TOTALS_MAX_TOPICS:
+        return kept.sum(1).tolist(), counts
+    return [float(row.sum()) for row in kept], counts
 
 
 @dataclass(frozen=True, repr=False)

@@ -239,9 +239,18 @@ def parse_pool() -> pa.MemoryPool:
     return _PARSE_POOLS[0]
 
 
-def release_arrow_memory() -> None:
+#: Tables below this many rows free too little for :func:`release_arrow_memory`
+#: to be worth its allocator calls (~20 us each after a free, five per small evaluation).
+RELEASE_MIN_ROWS = 1 << 16
+
+
+def release_arrow_memory(rows: int | None = None) -> None:
     """Hand memory freed by Arrow back to the system (big readers call this
-    after dropping their parsed columns, so that peak RSS stays low)."""
+    after dropping their parsed columns, so that peak RSS stays low).
+    ``rows``: the rows of the table whose columns were dropped; below
+    ``RELEASE_MIN_ROWS`` nothing is done (a few KB stay with the allocator)."""
+    if rows is not None and rows < RELEASE_MIN_ROWS:
+        return
     for pool in {id(p): p for p in [pa.default_memory_pool(), *_PARSE_POOLS]}.values():
         try:
             pool.release_unused()

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpukit.data.arrow_numpy import arrow_indices, parallel_map, string_chunks, value_offsets
+from gpukit.data.radix_translate import translate_radix_keys
 from gpukit.data.string_coding import (
     ByteRows,
     KeyPlan,
@@ -205,6 +206,9 @@ def translate_keys(keys: np.ndarray, source: DocSpace, target: DocSpace) -> np.n
         return keys
     if isinstance(source, Vocabulary):
         return target.keys_of(source.ids)[keys]
+    if isinstance(source, RadixIds) and isinstance(target, RadixIds):
+        # Digit by digit, no strings (two collections' alphabets: the usual join of long docnos).
+        return translate_radix_keys(source.plan, target.plan, keys)
     # Packed or radix source: look up each distinct id once.
     order = np.argsort(keys)
     in_order = keys[order]

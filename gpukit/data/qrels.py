@@ -75,10 +75,10 @@ class Qrels:
     @classmethod
     def _from_table(cls, table: ParsedTable) -> "Qrels":
         q_codes, q_vocab = string_codes(table.columns.pop("query_id"))
-        release_arrow_memory()
+        release_arrow_memory(table.num_rows)
         d_codes, d_space = doc_keys(table.columns.pop("doc_id"), radix=True)
         grades = numpy_values(table.columns.pop("grade"))
-        release_arrow_memory()
+        release_arrow_memory(table.num_rows)
         return cls._from_codes(q_codes, q_vocab, d_codes, d_space, grades, table.source, table.line_of)
 
     @classmethod

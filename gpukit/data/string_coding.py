@@ -191,7 +191,10 @@ def _plan_keys(chunk_lists: Sequence[list[pa.Array]], capacities: Sequence[int])
         product *= r
     if current or not segments:
         close()
-    symbols = [np.flatnonzero(row).astype(np.uint8) for row in present]
+    # Byte values present at each position: one scan of the whole table, cut at the radix bounds.
+    values = (np.flatnonzero(present) & 0xFF).astype(np.uint8)
+    ends = np.cumsum(radix).tolist()
+    symbols = [values[end - r : end] for end, r in zip(ends, radix.tolist())]
     return KeyPlan(width, lut, segments, bits, sources, symbols)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from gpukit.metrics.cutoffs import Cutoffs, cutoff_values, ordered_prefix_at, prefix_at, safe_divide, truncate
+from gpukit.metrics.cutoffs import Cutoffs, ordered_prefix_at, prefix_at, safe_divide, truncate
 
 
 def running_hits(rel: torch.Tensor) -> torch.Tensor:
@@ -49,13 +49,22 @@ def row_counts(mask: torch.Tensor) -> torch.Tensor:
     return mask.sum(1)
 
 
-def _k(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
-    return cutoff_values(cutoffs, torch.full((rel.shape[0],), rel.shape[1], device=rel.device))
+def _k(rel: torch.Tensor, cutoffs: Cutoffs, low: int | None = None, high: int | None = None) -> torch.Tensor:
+    """(1, C) float64 row of the cutoffs (``None``: the ranking width),
+    clamped to [low, high] here in Python, broadcast against (Q, C) values:
+    one fill per distinct value instead of a (Q, C) table and a clamp."""
+    width = rel.shape[1]
+    ks = [width if k is None else k for k in cutoffs]
+    ks = [k if low is None else max(k, low) for k in ks]
+    ks = [k if high is None else min(k, high) for k in ks]
+    if len(set(ks)) <= 1:
+        return rel.new_full((1, len(ks)), float(ks[0]) if ks else 0.0, dtype=torch.float64)
+    return torch.cat([rel.new_full((1, 1), float(k), dtype=torch.float64) for k in ks], dim=1)
 
 
 def precision(rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None = None) -> torch.Tensor:
     """P@k = |relevant in top k| / k (k, not the number retrieved, as trec_eval)."""
-    return _hits_at(rel, cutoffs, hits) / _k(rel, cutoffs).clamp(min=1)
+    return _hits_at(rel, cutoffs, hits) / _k(rel, cutoffs, low=1)
 
 
 def recall(rel: torch.Tensor, num_rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None = None) -> torch.Tensor:
@@ -87,7 +96,7 @@ def reciprocal_rank(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     first = first_relevant_rank(rel).to(torch.float64)[:, None]
     # "None" is K + 1, so capping each cutoff at K keeps a cutoff beyond the
     # longest ranking from counting that sentinel.
-    hit = first <= _k(rel, cutoffs).clamp(max=rel.shape[1])
+    hit = first <= _k(rel, cutoffs, high=rel.shape[1])
     return torch.where(hit, 1.0 / first, torch.zeros_like(first))
 
 

@@ -80,4 +80,4 @@ def truncate(ranked: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
 def safe_divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
     """numerator / denominator, 0 where the denominator is 0 (trec_eval's rule)."""
     denominator = denominator.to(numerator.dtype)
-    return torch.where(denominator > 0, numerator / denominator.clamp(min=1e-300), torch.zeros_like(numerator))
+    return torch.where(denominator > 0, numerator / denominator.clamp(min=1e-300), 0.0)
