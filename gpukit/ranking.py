@@ -496,19 +496,30 @@ def _per_topic_table(
     topic_of = np.full(max(n_queries, int(topics.max()) + 1 if len(topics) else 0), -1, dtype=np.int64)
     topic_of[topics] = np.arange(len(topics), dtype=np.int64)
     t = topic_of[q]
-    sel = t >= 0
-    t, doc_codes, grades = t[sel], doc_codes[sel], grades[sel]
+    if len(t) and int(t.min()) < 0:  # judgments of queries outside the topic set (else no copies)
+        sel = t >= 0
+        t, doc_codes, grades = t[sel], doc_codes[sel], grades[sel]
     counts = np.bincount(t, minlength=len(topics))
     width = max(int(counts.max()) if len(t) else 0, 1)
     if len(topics) * width > 4 * len(t) + (1 << 20):
         return None
+    slot = _padded_slots(t, counts, width)
+    table = np.full(len(topics) * width, pad, dtype=np.int64)
+    table[slot] = doc_codes
+    grade_table = np.full(len(topics) * width, NOT_JUDGED, dtype=np.int32)
+    grade_table[slot] = grades
+    return table.reshape(len(topics), width), grade_table.reshape(len(topics), width)
+
+
+def _padded_slots(t: np.ndarray, counts: np.ndarray, width: int) -> np.ndarray:
+    """Flat index into a (topics, ``width``) row-major table of each entry of
+    ``t`` (topic indices, ascending), placed in its topic's row in order;
+    ``counts`` are the entries per topic. One 1-D scatter into the flat
+    table then costs about half a 2-D ``table[t, pos]`` one."""
     starts = np.cumsum(counts) - counts
-    pos = np.arange(len(t), dtype=np.int64) - starts[t]
-    table = np.full((len(topics), width), pad, dtype=np.int64)
-    table[t, pos] = doc_codes
-    grade_table = np.full((len(topics), width), NOT_JUDGED, dtype=np.int32)
-    grade_table[t, pos] = grades
-    return table, grade_table
+    slot = np.arange(len(t), dtype=np.int64)
+    slot += (t * width) - starts[t]
+    return slot
 
 
 def _ideal_grades(qrels: Qrels, topics: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -516,18 +527,19 @@ def _ideal_grades(qrels: Qrels, topics: np.ndarray, device: torch.device) -> tor
     topic_of_query = np.full(qrels.num_queries, -1, dtype=np.int64)
     topic_of_query[topics] = np.arange(len(topics), dtype=np.int64)
     t = topic_of_query[qrels.query_codes]
-    keep = (t >= 0) & (qrels.grades >= 0)
-    t, g = t[keep], qrels.grades[keep]
-    if np.abs(qrels.grades).max(initial=0) >= 2**31 - 1:
+    g = qrels.grades
+    lowest, highest = (int(g.min()), int(g.max())) if len(g) else (0, 0)
+    if max(highest, -lowest) >= 2**31 - 1:
         raise InputFormatError(qrels.source, None, "grades must fit in 32 bits")
+    if len(t) and (int(t.min()) < 0 or lowest < 0):  # something to leave out (else no copies)
+        keep = (t >= 0) & (g >= 0)
+        t, g = t[keep], g[keep]
     t, g = _by_topic_then_grade_desc(t, g, len(topics))
     counts = np.bincount(t, minlength=len(topics))
-    width = int(counts.max()) if len(t) else 0
-    starts = np.cumsum(counts) - counts
-    pos = np.arange(len(t), dtype=np.int64) - starts[t]
-    ideal = np.full((len(topics), max(width, 1)), -1, dtype=np.int32)
-    ideal[t, pos] = g
-    return torch.from_numpy(ideal).to(device)
+    width = max(int(counts.max()) if len(t) else 0, 1)
+    ideal = np.full(len(topics) * width, -1, dtype=np.int32)
+    ideal[_padded_slots(t, counts, width)] = g
+    return torch.from_numpy(ideal.reshape(len(topics), width)).to(device)
 
 
 def _by_topic_then_grade_desc(t: np.ndarray, g: np.ndarray, n_topics: int) -> tuple[np.ndarray, np.ndarray]:

@@ -84,9 +84,11 @@ class ByteRows:
         starts = off[lo:hi].astype(np.int64) - first
         lengths = off[lo + 1 : hi + 1].astype(np.int64) - off[lo:hi]
         out = np.empty((hi - lo, words), dtype="<u8")
+        shortest = int(lengths.min()) if len(lengths) else 0
         for w in range(words):
             word = view[starts + 8 * w]
-            word &= _LOW_MASKS[np.clip(lengths - 8 * w, 0, 8)]
+            if shortest < 8 * (w + 1):  # some id ends inside this word: mask its bytes past the end
+                word &= _LOW_MASKS[np.clip(lengths - 8 * w, 0, 8)]
             out[:, w] = word
         if self._cache is not None:
             self._cache[i] = out
