@@ -1,13 +1,28 @@
 """The host (NumPy) path of run.unranked_rows gives what its torch path
-gives: random rows with padding (also before a document), ties,
-inversions, NaN scores, float64 and float32, contiguous and strided."""
+gives, and both what a plain-Python reading of the definition gives: random
+rows with padding (also before a document), ties, inversions, NaN scores,
+float64 and float32, contiguous and strided."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from gpukit.data.run import _unranked_rows_torch, unranked_rows
+from gpukit.data.run import _out_of_order, unranked_rows
+
+
+def _unranked_rows_torch(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """The torch path (what a device run takes)."""
+    return torch.nonzero(_out_of_order(codes, scores)).flatten()
+
+
+def _reference(codes: torch.Tensor, scores: torch.Tensor) -> list[int]:
+    """Rows where a document follows padding, or does not score strictly below its predecessor."""
+    out = []
+    for row, (c, s) in enumerate(zip(codes.tolist(), scores.tolist())):
+        if any(c[j + 1] >= 0 and (c[j] < 0 or not s[j + 1] < s[j]) for j in range(len(c) - 1)):
+            out.append(row)
+    return out
 
 
 def _rows(rng: np.random.Generator, n: int, k: int, dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -31,5 +46,7 @@ def test_host_unranked_rows_equal_torch(dtype):
         codes, scores = _rows(rng, int(rng.integers(1, 40)), int(rng.integers(2, 30)), dtype)
         got = unranked_rows(codes, scores)
         assert got.dtype == torch.int64 and torch.equal(got, _unranked_rows_torch(codes, scores))
+        assert got.tolist() == _reference(codes, scores)
         # Strided views (a slice of rows and columns), as the ranking passes them.
         assert torch.equal(unranked_rows(codes[::2, 1:], scores[::2, 1:]), _unranked_rows_torch(codes[::2, 1:], scores[::2, 1:]))
+        assert unranked_rows(codes[::2, 1:], scores[::2, 1:]).tolist() == _reference(codes[::2, 1:], scores[::2, 1:])

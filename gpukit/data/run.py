@@ -518,7 +518,7 @@ def _dedup_and_rank(codes, score_t, dedup, names, d_space, source, line_of, rows
             del by_score
         _sort_rows_inplace(codes, score_t)  # by key: the copies of a document become neighbours
         repeated = torch.zeros_like(codes, dtype=torch.bool)
-        repeated[:, 1:] = (codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] >= 0)
+        repeated[:, 1:] = adjacent_repeats(codes)
         if bool(repeated.any()):
             codes = codes.masked_fill(repeated, -1)
             codes, score_t, _ = _sort_rows(codes, score_t)
@@ -667,29 +667,28 @@ def unranked_rows(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         return torch.zeros(0, dtype=torch.int64, device=codes.device)
     if codes.device.type == "cpu" and scores.dtype in _HOST_SCORE_DTYPES and not torch.compiler.is_compiling():
         # The same tests in NumPy, several times cheaper per op on a host run's rows.
-        return torch.from_numpy(_unranked_rows_host(codes.numpy(), scores.numpy()))
-    return _unranked_rows_torch(codes, scores)
+        return torch.from_numpy(np.flatnonzero(_out_of_order(codes.numpy(), scores.numpy())).astype(np.int64, copy=False))
+    return torch.nonzero(_out_of_order(codes, scores)).flatten()
 
 
 #: Score dtypes NumPy holds (bfloat16 has no NumPy dtype).
 _HOST_SCORE_DTYPES = (torch.float64, torch.float32, torch.float16)
 
 
-def _unranked_rows_torch(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-    """:func:`unranked_rows` by torch ops (any device; rows of at least two entries)."""
-    doc = codes >= 0
-    in_order = (doc[:, 1:] & (scores[:, 1:] < scores[:, :-1])) | ~doc[:, 1:]
-    in_order &= doc[:, :-1] | ~doc[:, 1:]
-    return torch.nonzero(~in_order.all(1)).flatten()
-
-
-def _unranked_rows_host(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """:func:`unranked_rows` of host arrays (int64 indices)."""
+def _out_of_order(codes, scores):
+    """(R,) bool per row of at least two entries: not in ranking order (see
+    :func:`unranked_rows`). The same operators on NumPy arrays or torch tensors."""
     doc = codes >= 0
     later = doc[:, 1:]
     in_order = (later & (scores[:, 1:] < scores[:, :-1])) | ~later
     in_order &= doc[:, :-1] | ~later
-    return np.flatnonzero(~in_order.all(1)).astype(np.int64, copy=False)
+    return ~in_order.all(1)
+
+
+def adjacent_repeats(keys):
+    """(R, K - 1) bool: entry ``j + 1`` of a key-sorted row repeats entry ``j``
+    (padding -1 never counts). The same operators on NumPy arrays or torch tensors."""
+    return (keys[:, 1:] == keys[:, :-1]) & (keys[:, 1:] >= 0)
 
 
 def ranking_permutation(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
@@ -719,7 +718,7 @@ def _rank_rows_flagging_repeats(codes: torch.Tensor, scores: torch.Tensor) -> to
     for rows in row_slices(*codes.shape):
         c, s = codes[rows], scores[rows]
         keys, by_key = torch.sort(c, dim=1, descending=True, stable=True)
-        repeated |= ((keys[:, 1:] == keys[:, :-1]) & (keys[:, 1:] >= 0)).any()
+        repeated |= adjacent_repeats(keys).any()
         perm = _permutation_after_key_sort(s, keys, by_key)
         c.copy_(c.gather(1, perm))
         s.copy_(s.gather(1, perm))
@@ -802,16 +801,12 @@ def _check_no_duplicates(
         return
     for rows in row_slices(*codes.shape):
         if codes.device.type == "cpu":  # values only: NumPy's row sort and tests are several times faster here
-            keys_np = np.sort(codes[rows].numpy(), axis=1)
-            found = (keys_np[:, 1:] == keys_np[:, :-1]) & (keys_np[:, 1:] >= 0)
-            if not found.any():
-                continue
-            keys, repeated = torch.from_numpy(keys_np), torch.from_numpy(found)
+            keys = np.sort(codes[rows].numpy(), axis=1)
         else:
             keys = torch.sort(codes[rows], dim=1).values
-            repeated = (keys[:, 1:] == keys[:, :-1]) & (keys[:, 1:] >= 0)
+        repeated = adjacent_repeats(keys)
         if bool(repeated.any()):
-            q, k = (int(x) for x in torch.nonzero(repeated)[0])
+            q, k = (int(x) for x in torch.nonzero(torch.as_tensor(repeated))[0])
             _raise_duplicate(rows.start + q, int(keys[q, k + 1]), query_ids, doc_space, source, line_of, rows_of)
 
 

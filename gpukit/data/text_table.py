@@ -174,17 +174,26 @@ def _is_gzip(path: str) -> bool:
         return fh.read(2) == _GZIP_MAGIC
 
 
+#: A gzip file's text is taken to be this many times its size when choosing how to read it.
+GZIP_TEXT_FACTOR = 8
+
+
+def _text_bytes(path: str, gzipped: bool) -> int:
+    """The bytes of text the readers take a regular file to hold."""
+    return os.path.getsize(path) * (GZIP_TEXT_FACTOR if gzipped else 1)
+
+
 def text_size_hint(path: str | os.PathLike) -> int | None:
-    """The bytes of text a regular file holds, as the readers estimate it (a
-    gzip file counts 8x its size); None for standard input (``"-"``), a pipe,
-    or a path that cannot be read (its reader then words the error)."""
+    """:func:`_text_bytes` of a regular file (a gzip file counts
+    ``GZIP_TEXT_FACTOR`` times its size); None for standard input (``"-"``),
+    a pipe, or a path that cannot be read (its reader then words the error)."""
     source = os.fspath(path)
     if source == "-":
         return None
     try:
         if not stat.S_ISREG(os.stat(source).st_mode):
             return None
-        return os.path.getsize(source) * (8 if _is_gzip(source) else 1)
+        return _text_bytes(source, _is_gzip(source))
     except OSError:
         return None
 
@@ -605,7 +614,7 @@ def _read_tiny(source: str, file: str, columns: Sequence[Column], rest_of_line_i
             text = fh.read(cap + 1)
             gzipped = text[:2] == _GZIP_MAGIC
             if gzipped:
-                if 8 * size >= cap:
+                if GZIP_TEXT_FACTOR * size >= cap:
                     return None
                 with gzip.GzipFile(fileobj=io.BytesIO(text), mode="rb") as stream:
                     text = stream.read(cap + 1)
@@ -657,7 +666,7 @@ def _read_file(source: str, file: str, columns: Sequence[Column], what: str, res
     )
     parse = pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True)
     gzipped = _is_gzip(file)
-    size_hint = os.path.getsize(file) * (8 if gzipped else 1)
+    size_hint = _text_bytes(file, gzipped)
     small = size_hint < SMALL_INPUT_BYTES
     read = pacsv.ReadOptions(column_names=[c.name for c in columns], use_threads=not small, block_size=4 << 20)
 
