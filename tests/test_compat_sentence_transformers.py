@@ -180,6 +180,9 @@ def test_small_search_on_one_thread_only_on_a_busy_machine(busy, monkeypatch):
 
     monkeypatch.setattr(gpukit.index.ExactIndex, "search", search)
     monkeypatch.setattr(adapter, "machine_busy", lambda: busy)
+    # threads_for asks the same question for work between SMALL_WORK and BUSY_WORK:
+    # answered alike, so the real machine's load cannot decide (it did, under load).
+    monkeypatch.setattr(gpukit.threads, "machine_busy", lambda: busy)
     saved = torch.get_num_threads()
     torch.set_num_threads(3)  # a count no default gives
     try:
