@@ -6,6 +6,8 @@ state do not leak between tools; import time is reported apart):
 
 * gpukit        ``Qrels.from_trec`` + ``Run.from_trec`` + ``evaluate(convention="trec_eval")``
 * gpukit CLI    ``gpukit eval`` as a subprocess, interpreter start-up and imports included
+                (gpukit's modules byte-compiled first, as ``pip install`` leaves them: a
+                checkout run with PYTHONDONTWRITEBYTECODE=1 would recompile them in every process)
 * pytrec_eval   files parsed in Python into dicts + ``RelevanceEvaluator.evaluate`` + mean.
                 pytrec_eval has no RR cut-off: ``recip_rank`` is timed; RR@10 is checked
                 (untimed) on the run cut to trec_eval's top 10
@@ -177,6 +179,11 @@ def run_worker(tool, qrels_path, run_path, repeats):
 
 
 def run_cli(qrels_path, run_path, repeats):
+    import compileall
+
+    import gpukit
+
+    compileall.compile_dir(os.path.dirname(gpukit.__file__), quiet=1)  # read, not written, by PYTHONDONTWRITEBYTECODE=1
     cmd = [sys.executable, "-m", "gpukit.cli", "eval", qrels_path, run_path, "--convention", "trec_eval", "--format", "json"]
     for m in MEASURES:
         cmd += ["-m", m]

@@ -9,8 +9,9 @@ statistics, pipelines or dataset modules it does not use.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gpukit.lazy_names import lazy_names
 
 __version__ = "0.1.0"
 
@@ -43,18 +44,7 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'gpukit' has no attribute {name!r}")
-    module = importlib.import_module(module_name)
-    value = module if module_name == f"gpukit.{name}" else getattr(module, name)
-    globals()[name] = value  # later look-ups bypass __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 if TYPE_CHECKING:  # static checkers and IDEs see the eager imports

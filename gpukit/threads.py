@@ -16,11 +16,13 @@ wanting its own count honoured, passes ``adapt=False``.
 from __future__ import annotations
 
 import functools
-import os
 from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
 
 import torch
+
+# Re-exported: the thread choice below looks it up here (tests replace it here).
+from gpukit.machine_load import machine_busy  # noqa: F401
 
 F = TypeVar("F", bound=Callable)
 
@@ -78,18 +80,3 @@ def sized_threads(work_of: Callable[..., int]) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
-
-
-def machine_busy() -> bool:
-    """Whether the last minute's load average reaches the processors this
-    process may run on (``os.getloadavg`` against ``os.sched_getaffinity``):
-    then every core already has a runnable task, and an intra-op pool of
-    several threads waits at each op for a descheduled worker. False where
-    the load average is unavailable. Choosing threads by it changes speed
-    only: CPU matmul, top-k and sorts give the same values with any count."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # pragma: no cover - no load average on this platform
-        return False
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return load >= cores

@@ -9,6 +9,7 @@ import torch
 
 import gpukit
 import gpukit.evaluation
+import gpukit.machine_load
 import gpukit.threads
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
@@ -126,6 +127,6 @@ def test_in_process_cli_call_leaves_the_collector_alone(capsys):
 
 @pytest.mark.parametrize("load, busy", [(0.0, False), (1.9, False), (2.0, True), (7.5, True)])
 def test_machine_busy_when_the_load_average_reaches_the_cores(monkeypatch, load, busy):
-    monkeypatch.setattr(gpukit.threads.os, "getloadavg", lambda: (load, 0.0, 0.0))
-    monkeypatch.setattr(gpukit.threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(gpukit.machine_load.os, "getloadavg", lambda: (load, 0.0, 0.0))
+    monkeypatch.setattr(gpukit.machine_load.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert REAL_MACHINE_BUSY() is busy

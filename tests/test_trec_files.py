@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import gpukit
-import gpukit.data.trec_files as tf
+import gpukit.data.run_texts as rt
 from gpukit.errors import InputFormatError, UsageError
 
 MEASURES = ["nDCG@10", "P@5", "R@100", "RR", "AP", "Rprec", "bpref"]
-WORKER = "gpukit-read-ahead"
-BY_SIZE = tf.worth_reading_ahead  # the real rule, before any test replaces it
+WORKER = rt.WORKER_NAME
+BY_SIZE = rt.worth_reading_ahead  # the real rule, before any test replaces it
 
 
 def _write(path, text: str, gz: bool) -> str:
@@ -55,16 +55,16 @@ def _means(qrels, run) -> dict:
 @pytest.fixture
 def every_file_ahead(monkeypatch):
     """Read every test file ahead (they are below the size where that pays) and record on which thread."""
-    monkeypatch.setattr(tf, "worth_reading_ahead", lambda path: True)
-    monkeypatch.setattr(tf, "machine_busy", lambda: False)
+    monkeypatch.setattr(rt, "worth_reading_ahead", lambda path, any_size=False: True)
+    monkeypatch.setattr(rt, "machine_busy", lambda: False)
     threads: list[str] = []
-    real = tf.read_run_table
+    real = rt.read_run_table
 
     def recording(path):
         threads.append(threading.current_thread().name)
         return real(path)
 
-    monkeypatch.setattr(tf, "read_run_table", recording)
+    monkeypatch.setattr(rt, "read_run_table", recording)
     return threads
 
 
@@ -137,33 +137,36 @@ def test_closing_early_stops_the_worker(tmp_path, every_file_ahead):
 def test_no_worker_when_busy_or_not_worth_it(tmp_path, monkeypatch):
     qrels_path, paths = _track(tmp_path, 3)
     threads: list[str] = []
-    real = tf.read_run_table
-    monkeypatch.setattr(tf, "read_run_table", lambda p: threads.append(threading.current_thread().name) or real(p))
-    monkeypatch.setattr(tf, "machine_busy", lambda: True)
-    monkeypatch.setattr(tf, "worth_reading_ahead", lambda path: True)
+    real = rt.read_run_table
+    monkeypatch.setattr(rt, "read_run_table", lambda p: threads.append(threading.current_thread().name) or real(p))
+    monkeypatch.setattr(rt, "machine_busy", lambda: True)
+    monkeypatch.setattr(rt, "worth_reading_ahead", lambda path, any_size=False: True)
+    here = [threading.current_thread().name] * 3
     qrels, runs = gpukit.read_trec_files(qrels_path, paths)
-    assert len(list(runs)) == 3 and threads == []  # Run.from_trec on the calling thread
+    assert len(list(runs)) == 3 and threads == here  # each text parsed when due, on the calling thread
     # Not busy, but the files are tiny (below TINY_INPUT_BYTES): read when due.
-    monkeypatch.setattr(tf, "machine_busy", lambda: False)
-    monkeypatch.setattr(tf, "worth_reading_ahead", BY_SIZE)
+    monkeypatch.setattr(rt, "machine_busy", lambda: False)
+    monkeypatch.setattr(rt, "worth_reading_ahead", BY_SIZE)
+    threads.clear()
     qrels, runs = gpukit.read_trec_files(qrels_path, paths)
-    assert len(list(runs)) == 3 and threads == []
+    assert len(list(runs)) == 3 and threads == here
     # read_ahead=True on files worth it: on the worker.
-    monkeypatch.setattr(tf, "worth_reading_ahead", lambda path: True)
+    monkeypatch.setattr(rt, "worth_reading_ahead", lambda path, any_size=False: True)
+    threads.clear()
     qrels, runs = gpukit.read_trec_files(qrels_path, paths, read_ahead=True)
     assert len(list(runs)) == 3 and threads and all(t.startswith(WORKER) for t in threads)
 
 
 def test_worth_reading_ahead_by_size(tmp_path, monkeypatch):
-    monkeypatch.setattr(tf, "TINY_INPUT_BYTES", 100)
-    monkeypatch.setattr(tf, "BLOCK_BYTES", 10_000)
+    monkeypatch.setattr(rt, "TINY_INPUT_BYTES", 100)
+    monkeypatch.setattr(rt, "BLOCK_BYTES", 10_000)
     small, mid, big = (_write(tmp_path / f"{n}.txt", "x" * size, False) for n, size in (("a", 99), ("b", 100), ("c", 10_000)))
-    assert [tf.worth_reading_ahead(p) for p in (small, mid, big)] == [False, True, False]
+    assert [rt.worth_reading_ahead(p) for p in (small, mid, big)] == [False, True, False]
     # A gzip file counts 8x its size (its text); stdin and missing paths are read when due.
     packed = tmp_path / "d.gz"
     packed.write_bytes(gzip.compress(bytes(np.random.default_rng(0).integers(0, 256, 400, dtype=np.uint8))))
-    assert tf.worth_reading_ahead(str(packed)) is (100 <= 8 * packed.stat().st_size < 10_000)
-    assert not tf.worth_reading_ahead("-") and not tf.worth_reading_ahead(str(tmp_path / "missing"))
+    assert rt.worth_reading_ahead(str(packed)) is (100 <= 8 * packed.stat().st_size < 10_000)
+    assert not rt.worth_reading_ahead("-") and not rt.worth_reading_ahead(str(tmp_path / "missing"))
 
 
 def test_no_run_is_a_usage_error(tmp_path):

@@ -83,6 +83,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def late_imports_done(args: argparse.Namespace) -> None:
+    """For a command that imports its heavy modules only once it runs (``eval``
+    starts parsing a file first): in a program, those modules join the ones
+    :func:`main` moved out of the garbage collector's generations."""
+    if getattr(args, "as_program", False):
+        gc.freeze()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; ``argv`` ``None`` means this process is the program
     (``sys.argv``), which then also freezes the garbage collector's view of
@@ -98,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Not done for an in-process call, whose caller owns the collector.
         gc.freeze()
     args = parser.parse_args(argv)
+    args.as_program = as_program
     try:
         return int(args.func(args) or 0)
     except (GpukitError, OSError, OverflowError) as exc:

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import IO, Sequence
+from typing import IO, TYPE_CHECKING, Sequence
 
 from gpukit.errors import UsageError
-from gpukit.report import Report
+
+if TYPE_CHECKING:  # annotations only: `gpukit eval` registers its options before torch is imported
+    from gpukit.report import Report
 
 #: The formats every multi-run command accepts; a command may add its own (``eval``'s ``trec``).
 REPORT_FORMATS = ("table", "json", "jsonl")

@@ -2,20 +2,15 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import os
-import sys
 
-import torch
-
-from gpukit.cli._formats import add_format_option, write_reports
+# Nothing imported here imports torch: run_eval starts parsing the first run
+# before it imports torch and the evaluation (see run_eval).
+from gpukit.cli._formats import add_format_option
 from gpukit.cli._options import device_name, grade, positive_int64
-from gpukit.cli import COMMAND_HELP
+from gpukit.cli import COMMAND_HELP, late_imports_done
+from gpukit.data.run_texts import RunTexts, arrow_threads
 from gpukit.data.text_table import check_stdin_once
-from gpukit.data.trec_files import read_trec_files
-from gpukit.device import resolve_device
-from gpukit.evaluation import evaluate
-from gpukit.measures import parse_measures
+from gpukit.host_memory import keep_freed_memory
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "RR@10", "AP", "Rprec"]
 
@@ -47,32 +42,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_eval(args: argparse.Namespace) -> int:
     check_stdin_once([args.qrels, *args.runs])
-    measures = parse_measures(args.measures or DEFAULT_MEASURES, rel=args.relevance_level)
-    device = resolve_device(args.device)
-    score_dtype = torch.float32 if args.score_precision == "float32" else torch.float64
-    # The next run's text is parsed on a second thread while one is evaluated.
-    qrels, runs = read_trec_files(args.qrels, args.runs, dedup=args.dedup)
-    reports = []
-    for run in runs:
-        run = run.to(device)
-        reports.append(
-            evaluate(
-                qrels, run, measures, convention=args.convention, complete=args.complete,
-                max_depth=args.max_depth, score_dtype=score_dtype,
-            )
-        )
-    out = sys.stdout
-    if args.format == "trec":
-        from gpukit.trec_eval.inputs import run_tag
-
-        # trec_eval's runid is the run file's tag, and -l renames nothing (P_5 at any level).
-        # A pipe or stdin was read once already: its report keeps the run's name.
-        tagged = [
-            dataclasses.replace(r, run_name=run_tag(path)) if os.path.isfile(path) else r
-            for r, path in zip(reports, args.runs)
-        ]
-        rel = 1 if args.relevance_level is None else args.relevance_level
-        out.write("\n".join(r.to_trec(per_query=args.per_query, rel=rel) for r in tagged) + "\n")
-    else:
-        write_reports(out, reports, args.format, args.per_query)
-    return 0
+    if getattr(args, "as_program", False):
+        # Process-wide malloc settings (gpukit.host_memory): in a program only, before any thread starts.
+        keep_freed_memory()
+    # The first run's text is parsed on a second thread while this one imports
+    # torch (about a second, on one core), whatever the file's size; then
+    # each next run's while one is evaluated (gpukit.data.run_texts).
+    with RunTexts(args.runs, first_any_size=True) as texts:
+        # Meanwhile Arrow parses on one thread: a wider parse slows the import
+        # (page faults and mappings of both serialise in the kernel) by more
+        # than it gains (docs/benchmarks.md, "Seventh pass").
+        with arrow_threads(1 if texts.reading_ahead else None):
+            from gpukit.cli._eval_reports import evaluate_and_write
+        late_imports_done(args)
+        return evaluate_and_write(args, texts)

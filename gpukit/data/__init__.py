@@ -1,6 +1,30 @@
-"""Judgments and runs: data containers and their readers."""
-from gpukit.data.qrels import Qrels
-from gpukit.data.run import Run
-from gpukit.data.trec_files import read_trec_files
+"""Judgments and runs: data containers and their readers.
 
-__all__ = ["Qrels", "Run", "read_trec_files"]
+The names below are imported on first use (PEP 562 module ``__getattr__``),
+so that the torch-free readers (:mod:`gpukit.data.text_table`,
+:mod:`gpukit.data.run_texts`) can be imported without torch: ``gpukit eval``
+starts parsing a run file while torch is still being imported.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpukit.lazy_names import lazy_names
+
+#: Public name -> the module that defines it.
+_LAZY: dict[str, str] = {
+    "Qrels": "gpukit.data.qrels",
+    "Run": "gpukit.data.run",
+    "read_trec_files": "gpukit.data.trec_files",
+}
+
+__all__ = sorted(_LAZY)
+
+
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
+
+
+if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
+    from gpukit.data.qrels import Qrels
+    from gpukit.data.run import Run
+    from gpukit.data.trec_files import read_trec_files

@@ -30,30 +30,14 @@ from gpukit.data.corpus_keys import CorpusKeys, corpus_keys
 from gpukit.data.doc_space import DocSpace, doc_keys
 from gpukit.data.host_ranking import float32_exact, rank_rows_host
 from gpukit.data.nested_mapping import FlatMapping, flatten
+from gpukit.data.run_texts import _TREC_RUN_COLUMNS, read_run_table  # noqa: F401 (both were defined here)
 from gpukit.data.string_coding import string_codes
-from gpukit.data.text_table import Column, ParsedTable, read_table
+from gpukit.data.text_table import ParsedTable
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import DeviceError, InputFormatError, UsageError, echo
 from gpukit.threads import sized_threads
 
 Dedup = Literal["error", "max", "first"]
-
-_TREC_RUN_COLUMNS = (
-    Column("query_id", "id"),
-    Column("q0", "skip"),
-    Column("doc_id", "id"),
-    Column("rank", "skip"),
-    Column("score", "float"),
-    Column("run_tag", "skip"),
-)
-
-
-def read_run_table(path: str | os.PathLike) -> ParsedTable:
-    """The parsed text of a TREC run file (``qid Q0 docno rank score tag``;
-    the rank column is skipped, the rest of a line after the tag ignored):
-    :meth:`Run.from_trec`'s first step, for :meth:`Run.from_table`."""
-    return read_table(path, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
-
 
 #: Padding (elements) a single (Q, K) layout may add beyond twice the run's
 #: lines before queries are laid out in blocks by depth instead: runs whose

@@ -1,0 +1,49 @@
+"""Host allocator settings for a program that builds and drops large arrays (no torch).
+
+Reading and ranking a large run allocates and frees many arrays of tens to
+hundreds of MB (parsed columns, doc keys, the (Q, K) layout). glibc's malloc
+serves each allocation above its mmap threshold (128 KiB, raised as it goes
+up to 32 MiB) with freshly mapped pages and unmaps them when freed, so every
+such array faults its pages in anew: `gpukit eval` on 100k queries x 100
+took 320k minor page faults and ~2 s of system time on the 2-core VM,
+against ~4.5 s of user time (docs/benchmarks.md, "Seventh pass").
+
+:func:`keep_freed_memory` makes malloc serve them from its heap and keep
+what is freed for the next allocation instead: one arena for all threads,
+an mmap threshold of 1 GiB, and freed memory trimmed only beyond 2 GiB.
+These are process-wide settings, so only a program calls this (``gpukit
+eval``), never a library function: a caller embedding gpukit keeps its own
+allocator behaviour. Values never depend on it.
+"""
+from __future__ import annotations
+
+import ctypes
+import platform
+
+# mallopt parameters (glibc's malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
+
+#: Allocations up to this size come from the heap (mallopt takes an int).
+MMAP_THRESHOLD_BYTES = 1 << 30
+#: Freed memory at the heap's top is returned to the system only beyond this.
+TRIM_THRESHOLD_BYTES = (1 << 31) - 1
+
+
+def keep_freed_memory() -> bool:
+    """Set glibc malloc to reuse freed memory rather than map fresh pages
+    (see the module docstring). Returns whether the settings were applied:
+    False where the C library is not glibc or refuses one of them. Call it
+    early, before threads that allocate are started (a thread's arena is
+    chosen at its first allocation)."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # pragma: no cover - no symbol table to search
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    settings = ((_M_ARENA_MAX, 1), (_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES), (_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+    return all([mallopt(param, value) == 1 for param, value in settings])
