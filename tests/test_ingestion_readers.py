@@ -481,3 +481,95 @@ def test_integer_check_matches_the_int_text_rule():
     good = [v for v in values if tt.INT_TEXT.fullmatch(v)]
     assert plain_integers(pa.array(good, pa.string())) and plain_integers(pa.array(good, pa.string()).slice(3))
     assert not plain_integers(pa.array(good + ["1-"], pa.string()))
+
+
+def test_gzip_buffer_hint_reads_the_trailer_when_deflate_could_have_made_it(tmp_path):
+    text = "".join(f"{q} Q0 LA{q:03d}{d:05d}-{d % 97:02d} {d} {1.0 / (d + 1)!r} tag\n" for q in range(9) for d in range(300)).encode()
+    one = tmp_path / "one.gz"
+    one.write_bytes(gzip.compress(text))
+    assert tt.gzip_buffer_hint(str(one)) == len(text)
+    # Several members: the trailer states the last one's length only (a short hint),
+    # taken while deflate could have made the whole file's text that long; else the estimate.
+    cut = len(text) // 3
+    several = tmp_path / "several.gz"
+    several.write_bytes(gzip.compress(text[:cut]) + gzip.compress(text[cut:]))
+    assert tt.gzip_buffer_hint(str(several)) == len(text) - cut
+    several.write_bytes(gzip.compress(text[:-100]) + gzip.compress(text[-100:]))
+    assert tt.gzip_buffer_hint(str(several)) == tt.GZIP_TEXT_FACTOR * several.stat().st_size
+    # A trailer no deflate stream of this size could state: the 8x estimate.
+    damaged = tmp_path / "damaged.gz"
+    damaged.write_bytes(one.read_bytes()[:-4] + b"\xff\xff\xff\xff")
+    assert tt.gzip_buffer_hint(str(damaged)) == tt.GZIP_TEXT_FACTOR * damaged.stat().st_size
+    tiny = tmp_path / "tiny.gz"
+    tiny.write_bytes(gzip.compress(b""))
+    assert tt.gzip_buffer_hint(str(tiny)) == tt.GZIP_TEXT_FACTOR * tiny.stat().st_size
+
+
+@pytest.mark.parametrize("hint", ["trailer", "short", "long"])
+def test_gzip_read_is_the_same_whatever_the_buffer_hint(tmp_path, monkeypatch, hint):
+    """The block reader (the small-file path off) gives the plain file's run
+    with the trailer's hint, a hint far too short (several members) and one far too long."""
+    rng = random.Random(5)
+    entries = random_run_entries(rng, 150, 60)
+    fields = [[q, "Q0", d, str(i + 1), repr(s), "tag"] for i, (q, d, s) in enumerate(entries)]
+    text = format_lines(rng, fields, False, extra_ok=True).encode()
+    assert len(text) > 3 << 16  # a short hint leaves the smallest buffer (64 KiB) short of the text
+    path = tmp_path / "run.txt.gz"
+    cut = text.index(b"\n", len(text) // 3) + 1 if hint == "short" else len(text)
+    path.write_bytes(gzip.compress(text[:cut]) + (gzip.compress(text[cut:]) if cut < len(text) else b""))
+    monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0)
+    if hint == "long":
+        monkeypatch.setattr(tt, "gzip_buffer_hint", lambda p: 50 * len(text))
+    elif hint == "short":
+        assert tt.gzip_buffer_hint(str(path)) == len(text) - cut  # the last member only
+    assert_run_matches(gpukit.Run.from_trec(path), entries)
+
+
+def _run_or_error(path) -> tuple:
+    try:
+        run = gpukit.Run.from_trec(path)
+    except InputFormatError as exc:
+        return ("error", str(exc))
+    return ("run", run.query_id_list(), run.to_dict())
+
+
+@pytest.mark.parametrize("damage", ["none", "truncate", "flip", "garbage", "zeros", "members", "empty member", "name and comment"])
+def test_gzip_inflated_in_one_call_reads_as_the_gzip_module_streams(tmp_path, monkeypatch, damage):
+    """A gzip file inflated whole by zlib (one clean member) gives the run, and
+    any other file the error, that the gzip module's stream gives."""
+    rng = random.Random(11)
+    entries = random_run_entries(rng, 30, 40)
+    fields = [[q, "Q0", d, str(i + 1), repr(s), "tag"] for i, (q, d, s) in enumerate(entries)]
+    text = format_lines(rng, fields, False, extra_ok=True).encode()
+    packed = gzip.compress(text, mtime=0)
+    if damage == "truncate":
+        packed = packed[: len(packed) * 2 // 3]
+    elif damage == "flip":
+        packed = packed[:40] + bytes([packed[40] ^ 0x10]) + packed[41:]
+    elif damage == "garbage":
+        packed += b"junk\n"
+    elif damage == "zeros":
+        packed += b"\x00" * 7
+    elif damage == "members":
+        packed = gzip.compress(text[:1000], mtime=0) + gzip.compress(text[1000:], mtime=0)
+    elif damage == "empty member":
+        packed += gzip.compress(b"", mtime=0)
+    elif damage == "name and comment":  # FNAME and FCOMMENT header fields (flags 0x18), as `gzip -N` writes
+        deflated = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+        body = deflated.compress(text) + deflated.flush()
+        packed = (b"\x1f\x8b\x08\x18" + b"\x00" * 4 + b"\x00\x03" + b"run.txt\x00" + b"a comment\x00" + body
+                  + zlib.crc32(text).to_bytes(4, "little") + len(text).to_bytes(4, "little"))
+    path = tmp_path / "run.txt.gz"
+    path.write_bytes(packed)
+    monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0)  # the block reader, with the real block size
+    used: list[bool] = []
+    real = tt._inflated_whole
+    monkeypatch.setattr(tt, "_inflated_whole", lambda p: used.append(real(p) is not None) or real(p))
+    whole = _run_or_error(path)
+    monkeypatch.setattr(tt, "_inflated_whole", lambda p: None)
+    streamed = _run_or_error(path)
+    assert whole == streamed
+    assert used == [damage in ("none", "name and comment")]
+    if damage in ("none", "name and comment"):
+        assert whole[0] == "run"
+        assert_run_matches(gpukit.Run.from_trec(path), entries)

@@ -183,6 +183,28 @@ def _text_bytes(path: str, gzipped: bool) -> int:
     return os.path.getsize(path) * (GZIP_TEXT_FACTOR if gzipped else 1)
 
 
+#: Deflate's largest expansion (258-byte matches coded in about 2 bits).
+DEFLATE_MAX_RATIO = 1032
+
+
+def gzip_buffer_hint(path: str) -> int:
+    """The text size to size a gzip file's read buffer by: the one its
+    trailer states (ISIZE, the last member's length mod 2^32) when deflate
+    could have produced it from the file's size, else ``GZIP_TEXT_FACTOR``
+    times the size. Only a buffer's size depends on it: a short hint (several
+    members, a damaged trailer) regrows the buffer, a long one zero-fills
+    memory the text never uses (an 8x buffer for a 4.5x run file cost a
+    third of its read, docs/benchmarks.md, "Seventh pass")."""
+    size = os.path.getsize(path)
+    if size >= 18:  # a gzip header (10 bytes) and trailer (8)
+        with open(path, "rb") as fh:
+            fh.seek(-4, os.SEEK_END)
+            stated = int.from_bytes(fh.read(4), "little")
+        if size // 2 <= stated <= DEFLATE_MAX_RATIO * size:
+            return stated
+    return size * GZIP_TEXT_FACTOR
+
+
 def text_size_hint(path: str | os.PathLike) -> int | None:
     """:func:`_text_bytes` of a regular file (a gzip file counts
     ``GZIP_TEXT_FACTOR`` times its size); None for standard input (``"-"``),
@@ -460,8 +482,9 @@ def _drop_pages(mapped: mmap.mmap, start: int, length: int) -> None:
         mapped.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
-def _mapped_blocks(mapped: mmap.mmap):
-    """Blocks of a mapped file: ``(view, offset, length, needs normalising)``, zero-copy."""
+def _mapped_blocks(mapped: mmap.mmap | bytes):
+    """Blocks of a mapped file (or of a gzip file's whole text, :func:`_inflated_whole`):
+    ``(view, offset, length, needs normalising)``, zero-copy."""
     size = len(mapped)
     whole = memoryview(mapped)
     offset = 0
@@ -477,6 +500,32 @@ def _mapped_blocks(mapped: mmap.mmap):
         slow = _has_slow_whitespace(mapped, offset, cut) or _has_bom(mapped, offset, cut, offset == 0)
         yield whole[offset:cut], offset, cut - offset, slow
         offset = cut
+
+
+def _inflated_whole(path: str) -> bytes | None:
+    """The text of a gzip file of one member that fits one block, inflated
+    by one zlib call; None for any other file, which is then streamed
+    through the gzip module (several members, zero padding or other bytes
+    after the member, a damaged or truncated stream, more than ``BLOCK_BYTES``
+    of text: its errors, and what it accepts, stay the gzip module's). zlib
+    checks the member's header, CRC-32 and length as the gzip module does.
+
+    Why: the gzip module inflates 8 KiB of input per call, taking Python's
+    GIL back between calls, so on a worker thread (:mod:`gpukit.data.run_texts`)
+    it and the calling thread's work stall each other; one call releases
+    the GIL once (docs/benchmarks.md, "Seventh pass")."""
+    if gzip_buffer_hint(path) >= BLOCK_BYTES:
+        return None
+    with open(path, "rb") as fh:
+        packed = fh.read()
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)  # gzip wrapper
+    try:
+        text = inflater.decompress(packed, BLOCK_BYTES)
+    except zlib.error:
+        return None
+    if not inflater.eof or inflater.unused_data or inflater.unconsumed_tail:
+        return None
+    return text
 
 
 def _buffered_blocks(fh: io.BufferedIOBase, size_hint: int):
@@ -746,7 +795,12 @@ def _read_file(source: str, file: str, columns: Sequence[Column], what: str, res
     executor = _InlineExecutor() if small else ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpukit-parse")
     with fh, executor as pool:
         mapped = _mapped(fh) if not gzipped else None
-        reader = _mapped_blocks(mapped) if mapped is not None else _buffered_blocks(fh, size_hint + 1)
+        inflated = _inflated_whole(file) if gzipped else None
+        if mapped is not None or inflated is not None:
+            reader = _mapped_blocks(mapped if mapped is not None else inflated)  # type: ignore[arg-type]
+        else:
+            reader = _buffered_blocks(fh, (gzip_buffer_hint(file) if gzipped else size_hint) + 1)
+        del inflated  # the reader holds the text while it yields views of it
         while True:
             try:
                 item = next(reader, None)
