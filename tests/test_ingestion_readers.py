@@ -507,8 +507,9 @@ def test_gzip_buffer_hint_reads_the_trailer_when_deflate_could_have_made_it(tmp_
 
 @pytest.mark.parametrize("hint", ["trailer", "short", "long"])
 def test_gzip_read_is_the_same_whatever_the_buffer_hint(tmp_path, monkeypatch, hint):
-    """The block reader (the small-file path off) gives the plain file's run
-    with the trailer's hint, a hint far too short (several members) and one far too long."""
+    """The streamed block reader (the small-file path and the one-call inflate
+    off) gives the plain file's run with the trailer's hint, a hint far too
+    short (several members) and one far too long."""
     rng = random.Random(5)
     entries = random_run_entries(rng, 150, 60)
     fields = [[q, "Q0", d, str(i + 1), repr(s), "tag"] for i, (q, d, s) in enumerate(entries)]
@@ -518,6 +519,7 @@ def test_gzip_read_is_the_same_whatever_the_buffer_hint(tmp_path, monkeypatch, h
     cut = text.index(b"\n", len(text) // 3) + 1 if hint == "short" else len(text)
     path.write_bytes(gzip.compress(text[:cut]) + (gzip.compress(text[cut:]) if cut < len(text) else b""))
     monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0)
+    monkeypatch.setattr(tt, "_inflated_whole", lambda p, hint: None)  # the streamed reader, whose buffer the hint sizes
     if hint == "long":
         monkeypatch.setattr(tt, "gzip_buffer_hint", lambda p: 50 * len(text))
     elif hint == "short":
@@ -564,9 +566,9 @@ def test_gzip_inflated_in_one_call_reads_as_the_gzip_module_streams(tmp_path, mo
     monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0)  # the block reader, with the real block size
     used: list[bool] = []
     real = tt._inflated_whole
-    monkeypatch.setattr(tt, "_inflated_whole", lambda p: used.append(real(p) is not None) or real(p))
+    monkeypatch.setattr(tt, "_inflated_whole", lambda p, hint: used.append(real(p, hint) is not None) or real(p, hint))
     whole = _run_or_error(path)
-    monkeypatch.setattr(tt, "_inflated_whole", lambda p: None)
+    monkeypatch.setattr(tt, "_inflated_whole", lambda p, hint: None)
     streamed = _run_or_error(path)
     assert whole == streamed
     assert used == [damage in ("none", "name and comment")]

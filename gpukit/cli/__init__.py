@@ -83,11 +83,17 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def running_as_program(args: argparse.Namespace) -> bool:
+    """Whether :func:`main` runs this command as the process's program (not
+    called in-process): only then may a command change process-wide settings."""
+    return getattr(args, "as_program", False)
+
+
 def late_imports_done(args: argparse.Namespace) -> None:
     """For a command that imports its heavy modules only once it runs (``eval``
     starts parsing a file first): in a program, those modules join the ones
     :func:`main` moved out of the garbage collector's generations."""
-    if getattr(args, "as_program", False):
+    if running_as_program(args):
         gc.freeze()
 
 

@@ -21,6 +21,7 @@ from gpukit.device import resolve_device
 from gpukit.evaluation import evaluate
 from gpukit.measures import parse_measures
 
+
 def evaluate_and_write(args: argparse.Namespace, texts: RunTexts) -> int:
     """Evaluate the runs of ``texts`` (started by ``run_eval``) as ``args`` say and print the reports."""
     measures = parse_measures(args.measures or DEFAULT_MEASURES, rel=args.relevance_level)

@@ -7,8 +7,9 @@ import argparse
 # before it imports torch and the evaluation (see run_eval).
 from gpukit.cli._formats import add_format_option
 from gpukit.cli._options import device_name, grade, positive_int64
-from gpukit.cli import COMMAND_HELP, late_imports_done
-from gpukit.data.run_texts import RunTexts, arrow_threads
+from gpukit.cli import COMMAND_HELP, late_imports_done, running_as_program
+from gpukit.data.arrow_numpy import arrow_threads
+from gpukit.data.run_texts import RunTexts
 from gpukit.data.text_table import check_stdin_once
 from gpukit.host_memory import keep_freed_memory
 
@@ -42,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_eval(args: argparse.Namespace) -> int:
     check_stdin_once([args.qrels, *args.runs])
-    if getattr(args, "as_program", False):
+    if running_as_program(args):
         # Process-wide malloc settings (gpukit.host_memory): in a program only, before any thread starts.
         keep_freed_memory()
     # The first run's text is parsed on a second thread while this one imports

@@ -18,7 +18,8 @@ import importlib
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -270,3 +271,19 @@ def string_array(values) -> pa.Array:
         return values if values.type == pa.string() else values.cast(pa.string())
     return pa.array(values, pa.string())
 
+
+@contextmanager
+def arrow_threads(count: int | None) -> Iterator[None]:
+    """Arrow's CPU thread pool (which parses text, :mod:`gpukit.data.text_table`)
+    at ``count`` threads in the block, restored after it (None: unchanged).
+    Process-wide: for a program, such as ``gpukit eval`` while it imports torch
+    beside a parse, not for a library call."""
+    if count is None:
+        yield
+        return
+    before = pa.cpu_count()
+    pa.set_cpu_count(count)
+    try:
+        yield
+    finally:
+        pa.set_cpu_count(before)

@@ -36,10 +36,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Iterator, Sequence
-
-import pyarrow as pa
 
 from gpukit.data.text_table import BLOCK_BYTES, TINY_INPUT_BYTES, Column, ParsedTable, read_table, text_size_hint
 from gpukit.errors import UsageError
@@ -142,19 +139,3 @@ class RunTexts:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-@contextmanager
-def arrow_threads(count: int | None) -> Iterator[None]:
-    """Arrow's CPU thread pool (which parses text, :mod:`gpukit.data.text_table`)
-    at ``count`` threads in the block, restored after it (None: unchanged).
-    Process-wide: for a program, such as ``gpukit eval`` while it imports torch
-    beside a parse, not for a library call."""
-    if count is None:
-        yield
-        return
-    before = pa.cpu_count()
-    pa.set_cpu_count(count)
-    try:
-        yield
-    finally:
-        pa.set_cpu_count(before)

@@ -502,7 +502,7 @@ def _mapped_blocks(mapped: mmap.mmap | bytes):
         offset = cut
 
 
-def _inflated_whole(path: str) -> bytes | None:
+def _inflated_whole(path: str, text_hint: int) -> bytes | None:
     """The text of a gzip file of one member that fits one block, inflated
     by one zlib call; None for any other file, which is then streamed
     through the gzip module (several members, zero padding or other bytes
@@ -513,8 +513,9 @@ def _inflated_whole(path: str) -> bytes | None:
     Why: the gzip module inflates 8 KiB of input per call, taking Python's
     GIL back between calls, so on a worker thread (:mod:`gpukit.data.run_texts`)
     it and the calling thread's work stall each other; one call releases
-    the GIL once (docs/benchmarks.md, "Seventh pass")."""
-    if gzip_buffer_hint(path) >= BLOCK_BYTES:
+    the GIL once (docs/benchmarks.md, "Seventh pass"). ``text_hint``: the
+    file's :func:`gzip_buffer_hint`."""
+    if text_hint >= BLOCK_BYTES:
         return None
     with open(path, "rb") as fh:
         packed = fh.read()
@@ -795,11 +796,12 @@ def _read_file(source: str, file: str, columns: Sequence[Column], what: str, res
     executor = _InlineExecutor() if small else ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpukit-parse")
     with fh, executor as pool:
         mapped = _mapped(fh) if not gzipped else None
-        inflated = _inflated_whole(file) if gzipped else None
+        buffer_hint = gzip_buffer_hint(file) if gzipped else size_hint
+        inflated = _inflated_whole(file, buffer_hint) if gzipped else None
         if mapped is not None or inflated is not None:
             reader = _mapped_blocks(mapped if mapped is not None else inflated)  # type: ignore[arg-type]
         else:
-            reader = _buffered_blocks(fh, (gzip_buffer_hint(file) if gzipped else size_hint) + 1)
+            reader = _buffered_blocks(fh, buffer_hint + 1)
         del inflated  # the reader holds the text while it yields views of it
         while True:
             try:
