@@ -31,7 +31,7 @@ from gpukit.data.doc_space import DocSpace, doc_keys
 from gpukit.data.host_ranking import float32_exact, rank_rows_host
 from gpukit.data.nested_mapping import FlatMapping, flatten
 from gpukit.data.run_texts import _TREC_RUN_COLUMNS, read_run_table  # noqa: F401 (both were defined here)
-from gpukit.data.string_coding import string_codes
+from gpukit.data.string_coding import CodeRuns, string_code_runs, string_codes
 from gpukit.data.text_table import ParsedTable
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import DeviceError, InputFormatError, UsageError, echo
@@ -162,19 +162,24 @@ class Run:
         :func:`gpukit.data.trec_files.read_trec_files`). ``table``'s columns are consumed."""
         source = table.source
         # Columns are popped as they are used so that their memory goes early.
-        scores = _pop_to_numpy(table.columns, "score", np.float64)
-        nan = np.flatnonzero(np.isnan(scores))
-        if len(nan):
-            raise InputFormatError(source, table.line_of(int(nan[0])), "score is NaN")
+        q_column = table.columns.pop("query_id")
+        # A grouped file's query ids stay runs (no code per line): its layout needs no more.
+        q_rows = string_code_runs(q_column)
+        q_rows, q_vocab = (q_rows, q_rows.vocab) if q_rows is not None else string_codes(q_column)
+        del q_column
         release_arrow_memory(table.num_rows)
-        q_codes, q_vocab = string_codes(table.columns.pop("query_id"))
-        release_arrow_memory(table.num_rows)
+        if isinstance(q_rows, CodeRuns) and q_rows.each_code_once():
+            # The parsed scores stay Arrow chunks until they are laid out (no flat copy).
+            scores = [ParsedScores(table.columns.pop("score").chunks, source, table.line_of)]
+        else:
+            scores = [ParsedScores.flat(table.columns, source, table.line_of)]
+            release_arrow_memory(table.num_rows)
         d_codes, d_space = doc_keys(table.columns.pop("doc_id"), radix=True)
         release_arrow_memory(table.num_rows)
         run_name = name if name is not None else os.path.basename(source)
-        flat = [scores]
-        del scores  # _from_flat frees the flat scores once they are laid out
-        return cls._from_flat(q_codes, q_vocab, d_codes, d_space, flat, run_name, dedup, source, table.line_of)
+        flat_docs = [d_codes]
+        del d_codes  # _from_flat frees the flat keys and scores once they are laid out
+        return cls._from_flat(q_rows, q_vocab, flat_docs, d_space, scores, run_name, dedup, source, table.line_of)
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]], name: str = "run", dedup: Dedup = "error") -> "Run":
@@ -335,17 +340,39 @@ class Run:
         return cls(qids, corpus.space, codes, ranked_scores, name)
 
     @classmethod
-    @sized_threads(lambda cls, q_codes, q_vocab, d_codes, *rest: len(d_codes))  # one thread on small inputs
+    @sized_threads(lambda cls, q_codes, q_vocab, d_codes, d_space, scores, *rest: _flat_rows(scores))  # one thread on small inputs
     def _from_flat(cls, q_codes, q_vocab, d_codes, d_space, scores, name, dedup, source, line_of, distinct_pairs=False) -> "Run":
         """Lay flat (row-aligned) query codes, doc keys and scores out as a Run.
 
-        ``scores`` may be wrapped in a one-element list, which is emptied once
-        the scores are copied into the (Q, K) layout (to free them early).
+        ``q_codes`` is a code per row or, for a grouped column, its
+        :class:`CodeRuns`. ``d_codes`` and ``scores`` may each be wrapped in a
+        one-element list, which is emptied once they are copied into the
+        (Q, K) layout (to free them early: fresh pages are slow to fault in).
         ``distinct_pairs``: no (query, doc) pair repeats (the input was dicts), so ``dedup`` has nothing to do.
         """
         if dedup not in ("error", "max", "first"):
             raise UsageError(f"dedup must be 'error', 'max' or 'first', got {dedup!r}")
+        n_rows = _flat_rows(scores)
+        runs = q_codes if isinstance(q_codes, CodeRuns) else None
+        if runs is not None and runs.each_code_once():
+            lengths = np.zeros(len(q_vocab), dtype=np.int64)
+            lengths[runs.codes] = runs.lengths()
+            if not lopsided(len(q_vocab), int(lengths.max(initial=0)), n_rows):
+                codes, score_t, first_lines = _grouped_layout(runs, d_codes, scores)
+                release_arrow_memory(n_rows)
+
+                def rows_of(q: int, code: int) -> list[int]:
+                    # Only on error (rows still in file order): the file rows of that pair.
+                    return (int(first_lines[q]) + np.flatnonzero(codes[q].numpy() == code)[:2]).tolist()
+
+                codes, score_t = _dedup_and_rank(codes, score_t, dedup, q_vocab, d_space, source, line_of, rows_of, distinct_pairs)
+                return cls(q_vocab, d_space, codes, score_t, name)
+        if runs is not None:
+            q_codes = np.repeat(runs.codes, runs.lengths())
+        d_codes = d_codes.pop() if isinstance(d_codes, list) else d_codes
         flat_scores = scores.pop() if isinstance(scores, list) else scores
+        if isinstance(flat_scores, ParsedScores):
+            flat_scores = flat_scores.to_flat()
         del scores
 
         def rows_of(q: int, code: int) -> list[int]:
@@ -560,6 +587,116 @@ def _block_layout(q_codes: np.ndarray, lengths: np.ndarray, d_codes: np.ndarray,
         yield rows.astype(np.int64), torch.from_numpy(codes.reshape(len(rows), width)), torch.from_numpy(block_scores.reshape(len(rows), width))
 
 
+def _flat_rows(values: np.ndarray | list | ParsedScores) -> int:
+    """Rows of a flat array, or of one wrapped in a one-element list, or of parsed scores."""
+    return len(values[0]) if isinstance(values, list) else len(values)
+
+
+class ParsedScores:
+    """A run file's parsed score column, in file order, as the reader's chunks;
+    a NaN is an error naming its line, raised when the chunk holding it is read."""
+
+    def __init__(self, chunks: list[pa.Array], source: str, line_of: Callable[[int], int | None]):
+        self._chunks = list(chunks)
+        self._rows = sum(len(c) for c in self._chunks)
+        self.source, self.line_of = source, line_of
+
+    @classmethod
+    def flat(cls, columns: dict, source: str, line_of) -> np.ndarray:
+        """The ``"score"`` column popped from ``columns`` as one float64 array, NaN checked."""
+        scores = _pop_to_numpy(columns, "score", np.float64)
+        cls._check(scores, 0, source, line_of)
+        return scores
+
+    @staticmethod
+    def _check(values: np.ndarray, first_row: int, source: str, line_of) -> None:
+        nan = np.flatnonzero(np.isnan(values))
+        if len(nan):
+            raise InputFormatError(source, line_of(first_row + int(nan[0])), "score is NaN")
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def pieces(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, float64 values) of each chunk in order, NaN checked;
+        each chunk is dropped once the next is asked for."""
+        at = 0
+        while self._chunks:
+            values = numpy_values(self._chunks.pop(0)).astype(np.float64, copy=False)
+            self._check(values, at, self.source, self.line_of)
+            yield at, values
+            at += len(values)
+            del values
+
+    def to_flat(self) -> np.ndarray:
+        out = np.empty(self._rows, dtype=np.float64)
+        for at, values in self.pieces():
+            out[at : at + len(values)] = values
+        return out
+
+
+def _grouped_layout(runs: CodeRuns, d_codes: list, scores: list) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """(Q, K) int64 keys (-1 padding), float64 scores, each row in file order,
+    and the file row of each query's first line, for a file whose queries'
+    lines are contiguous (``runs.each_code_once()``).
+
+    ``d_codes`` is a one-element list of a flat array, emptied (the array
+    freed) once laid out, before the scores' (Q, K) array is allocated:
+    freed pages are reused instead of new ones faulted in (slow on some
+    machines). ``scores`` is a one-element list of the parsed column (laid
+    out chunk by chunk, no flat copy) or of a flat array. When every query has
+    the same number of lines, a piece of the file is whole rows (and at most
+    two partial ones) that are only permuted into query-code order.
+    """
+    n, n_queries = runs.num_rows, len(runs.vocab)
+    lengths = runs.lengths()
+    group_q = runs.codes.astype(np.int64, copy=False)
+    width = int(lengths.max()) if n else 0
+    first_lines = np.empty(n_queries, dtype=np.int64)
+    first_lines[group_q] = runs.starts
+    if n and int(lengths.min()) == width:
+        place = None
+    else:
+        # Flat slot of row i: its query's row start plus its place within the group.
+        place = np.repeat(group_q * width - runs.starts, lengths) + np.arange(n, dtype=np.int64)
+    flat_codes = d_codes.pop()
+    codes = _lay_out([(0, flat_codes)], n_queries, width, group_q, place, -1, np.int64)
+    del flat_codes
+    score_column = scores.pop()
+    pieces = score_column.pieces() if isinstance(score_column, ParsedScores) else [(0, score_column)]
+    del score_column
+    score_np = _lay_out(pieces, n_queries, width, group_q, place, 0, np.float64)
+    return torch.from_numpy(codes), torch.from_numpy(score_np), first_lines
+
+
+def _lay_out(pieces, n_queries: int, width: int, group_q: np.ndarray, place: np.ndarray | None, fill, dtype) -> np.ndarray:
+    """A (Q, K) array of the file's values, given as (first row, values)
+    pieces in file order: row ``group_q[g]`` holds group ``g``'s lines, in
+    file order (``place``: each line's flat slot, when groups differ in
+    length; else group ``g`` is lines ``g * width`` to ``(g + 1) * width``)."""
+    if place is not None:
+        out = np.full((n_queries, width), fill, dtype=dtype)
+        flat = out.reshape(-1)
+        for at, values in pieces:
+            flat[place[at : at + len(values)]] = values
+        return out
+    out = np.empty((n_queries, width), dtype=dtype)
+    for at, values in pieces:
+        end = at + len(values)
+        first_whole, after_whole = -(-at // width), end // width
+        if first_whole > after_whole:  # the piece lies inside one row
+            out[group_q[at // width], at % width : at % width + len(values)] = values
+            continue
+        if at % width:  # the tail of a row begun in the previous piece
+            out[group_q[first_whole - 1], at % width :] = values[: first_whole * width - at]
+        if after_whole > first_whole:
+            whole = values[first_whole * width - at : after_whole * width - at]
+            out[group_q[first_whole:after_whole]] = whole.reshape(-1, width)
+        if end % width:  # the head of a row that the next piece ends
+            out[group_q[after_whole], : end % width] = values[after_whole * width - at :]
+    return out
+
+
 def _pop_to_numpy(columns: dict, name: str, dtype) -> np.ndarray:
     """Pop a chunked numeric column as one array, freeing each chunk once
     copied (no moment with both a full Arrow and a full NumPy copy alive)."""
@@ -627,9 +764,13 @@ def _padded_layout(q_codes: np.ndarray, n_queries: int, d_codes: np.ndarray, sco
 ROW_SLICE_ELEMENTS = 1 << 22
 
 
-def row_slices(n_rows: int, width: int):
-    """Slices of rows holding about ``ROW_SLICE_ELEMENTS`` elements each."""
-    step = max(1, ROW_SLICE_ELEMENTS // max(width, 1))
+#: Elements per slice of the host's duplicate check (2 MiB of int64 keys).
+CHECK_SLICE_ELEMENTS = 1 << 18
+
+
+def row_slices(n_rows: int, width: int, elements: int | None = None):
+    """Slices of rows holding about ``elements`` (default ``ROW_SLICE_ELEMENTS``) elements each."""
+    step = max(1, (elements or ROW_SLICE_ELEMENTS) // max(width, 1))
     for lo in range(0, n_rows, step):
         yield slice(lo, min(lo + step, n_rows))
 
@@ -783,9 +924,18 @@ def _check_no_duplicates(
     """
     if codes.shape[1] < 2:
         return
-    for rows in row_slices(*codes.shape):
-        if codes.device.type == "cpu":  # values only: NumPy's row sort and tests are several times faster here
-            keys = np.sort(codes[rows].numpy(), axis=1)
+    on_host = codes.device.type == "cpu"
+    buffer = None
+    # On the host: small slices sorted in one reused buffer (a row sort needs
+    # no more), so that the check takes no fresh memory, slow to fault in.
+    for rows in row_slices(*codes.shape, CHECK_SLICE_ELEMENTS if on_host else None):
+        if on_host:  # values only: NumPy's row sort and tests are several times faster here
+            block = codes[rows].numpy()
+            if buffer is None:
+                buffer = np.empty_like(block)
+            keys = buffer[: len(block)]
+            np.copyto(keys, block)
+            keys.sort(axis=1)
         else:
             keys = torch.sort(codes[rows], dim=1).values
         repeated = adjacent_repeats(keys)

@@ -411,6 +411,50 @@ def _run_starts(chunks: list[pa.Array]) -> np.ndarray:
     return np.concatenate(parts)
 
 
+@dataclass(frozen=True)
+class CodeRuns:
+    """A column as runs of equal consecutive strings: run ``i`` covers rows
+    ``starts[i]`` up to the next start (or ``num_rows``), all holding
+    ``vocab[codes[i]]``. Two runs may hold the same string (a query whose
+    lines are not contiguous)."""
+
+    starts: np.ndarray  # (G,) int64 first row of each run, ascending, starts[0] == 0
+    codes: np.ndarray  # (G,) codes into ``vocab`` (int32, or int64 past 2**31 rows)
+    vocab: pa.Array  # distinct strings, byte-wise sorted
+    num_rows: int
+
+    def lengths(self) -> np.ndarray:
+        """(G,) int64 rows per run."""
+        return np.diff(np.append(self.starts, self.num_rows))
+
+    def each_code_once(self) -> bool:
+        """Whether no string has two runs (each query's lines are contiguous)."""
+        return len(self.codes) == len(self.vocab)
+
+
+def string_code_runs(column: pa.Array | pa.ChunkedArray | list[pa.Array]) -> CodeRuns | None:
+    """:class:`CodeRuns` of a grouped string column (at most a quarter as many
+    runs as rows, as a run's query ids), without a code per row; None for
+    a column that is not grouped, empty or too short to be worth the check.
+
+    Only the runs' heads are coded (by :func:`string_codes`), so the codes
+    and vocabulary are those :func:`string_codes` gives the whole column.
+    """
+    chunks = column if isinstance(column, list) else string_chunks(column)
+    n = sum(len(c) for c in chunks)
+    if n <= _SMALL_GROUPED:
+        return None
+    sample = chunks[0].slice(0, 1 << 16)
+    sample_starts = _run_starts([sample])
+    if len(sample_starts) * 4 > len(sample):
+        return None
+    starts = _run_starts(chunks) if n > len(sample) else sample_starts
+    if len(starts) * 4 > n:
+        return None
+    head_codes, vocab = string_codes(_take_rows(chunks, starts))
+    return CodeRuns(starts.astype(np.int64, copy=False), head_codes, vocab, n)
+
+
 def string_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """Codes into a byte-wise sorted vocabulary for a string column.
 
@@ -425,16 +469,10 @@ def string_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Arr
     n = sum(len(c) for c in chunks)
     if n == 0:
         return np.zeros(0, np.int32), pa.array([], pa.string())
-    sample = chunks[0].slice(0, 1 << 16)
-    sample_starts = _run_starts([sample]) if n > _SMALL_GROUPED else None
-    if sample_starts is not None and len(sample_starts) * 4 <= len(sample):
-        starts = _run_starts(chunks) if n > len(sample) else sample_starts
-        if len(starts) * 4 <= n:
-            # Grouped column (a run's query ids): code the run heads, then repeat.
-            head_codes, vocab = string_codes(_take_rows(chunks, starts))
-            lengths = np.diff(np.append(starts, n))
-            return np.repeat(head_codes, lengths), vocab
-        del starts
+    runs = string_code_runs(chunks)
+    if runs is not None:
+        # Grouped column (a run's query ids): the heads' codes, repeated.
+        return np.repeat(runs.codes, runs.lengths()), runs.vocab
     if n <= _SMALL_CODES:
         return _small_codes(chunks)
     packed = _packed_codes(chunks, n)
