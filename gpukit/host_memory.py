@@ -14,6 +14,17 @@ an mmap threshold of 1 GiB, and freed memory trimmed only beyond 2 GiB.
 These are process-wide settings, so only a program calls this (``gpukit
 eval``), never a library function: a caller embedding gpukit keeps its own
 allocator behaviour. Values never depend on it.
+
+:func:`no_huge_page_advice` stops NumPy from asking the kernel for huge
+pages (``madvise(MADV_HUGEPAGE)``) for its arrays of 4 MiB or more. A huge
+page needs 2 MiB of contiguous memory; on a virtual machine whose host backs
+guest memory lazily, that memory has often not been touched lately and its
+fault costs far more than the 4 KiB pages that were freed a moment ago:
+filling eight fresh 32 MiB arrays took 100-280 ms each with huge pages
+against 13-20 ms without, in that state (5 ms with huge pages when they were
+at hand). `gpukit eval` on 100k queries x 100, paired: 2.66 s against
+3.74 s wall, system time 0.93 against 1.96 s (docs/benchmarks.md, "Eighth
+pass"). Also process-wide, also for a program only.
 """
 from __future__ import annotations
 
@@ -47,3 +58,16 @@ def keep_freed_memory() -> bool:
     mallopt.restype = ctypes.c_int
     settings = ((_M_ARENA_MAX, 1), (_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES), (_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
     return all([mallopt(param, value) == 1 for param, value in settings])
+
+
+def no_huge_page_advice() -> bool:
+    """Stop NumPy advising huge pages for its large arrays (see the module
+    docstring); what ``NUMPY_MADVISE_HUGEPAGE=0`` does when set before NumPy
+    is imported. Returns whether it was applied: False where this NumPy has
+    no such switch. Arrays allocated before keep their pages."""
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:  # pragma: no cover - a NumPy without the switch
+        return False
+    _set_madvise_hugepage(False)
+    return True

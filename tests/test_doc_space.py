@@ -129,8 +129,20 @@ def test_packed_qrels_pair_order_matches_lexsort(layout):
         if layout == "grouped_one_topic_split":
             q = np.concatenate([q, q[:3]])  # the first topic again at the end: not one group
             keys = np.concatenate([keys, keys[:3] + 1])
-    got = _pair_order(q.astype(np.int64), keys.astype(np.int64), n_queries, PackedIds())
-    assert np.array_equal(got, np.lexsort((keys, q)))
+    want = np.lexsort((keys, q))
+    got, got_q = _pair_order(q.astype(np.int64), keys.astype(np.int64), n_queries, PackedIds())
+    assert np.array_equal(got, want)
+    assert np.array_equal(got_q, q[want])
+    starts = np.flatnonzero(np.diff(q, prepend=-1))
+    if len(np.unique(q[starts])) == len(starts):  # each topic one run: the same from its runs
+        import pyarrow as pa
+
+        from gpukit.data.string_coding import CodeRuns
+
+        runs = CodeRuns(starts, q[starts].astype(np.int32), pa.array([str(i) for i in range(n_queries)]), len(q))
+        got, got_q = _pair_order(runs, keys.astype(np.int64), n_queries, PackedIds())
+        assert np.array_equal(got, want)
+        assert np.array_equal(got_q, q[want])
 
 
 def test_qrels_grouped_out_of_byte_order_read_sorted(tmp_path):
@@ -147,6 +159,61 @@ def test_qrels_grouped_out_of_byte_order_read_sorted(tmp_path):
         qrels.grades.tolist(),
     ))
     assert got == expected
+
+
+def _grouped_qrels_lines(seed: int, long_ids: bool) -> list[tuple[str, str, int]]:
+    import random
+
+    rng = random.Random(seed)
+    topics = [str(t) for t in rng.sample(range(5, 3000), 30)]  # listed together, not in byte order
+    prefix = "a-document-id-" if long_ids else "d"
+    return [(t, f"{prefix}{d}", rng.randint(-1, 3)) for t in topics for d in rng.sample(range(400), rng.randint(1, 12))]
+
+
+@pytest.mark.parametrize("space", ["packed", "radix", "vocabulary"])
+@pytest.mark.parametrize("seed", range(3))
+def test_grouped_qrels_from_query_runs_read_sorted(tmp_path, monkeypatch, seed, space):
+    """More than the few lines below which query runs are not looked for: the
+    qrels are ordered from the runs of their query ids (checked that it ran),
+    in each doc space (a vocabulary's codes are sorted with the query's)."""
+    import gpukit.data.doc_space as doc_space_mod
+    import gpukit.data.qrels as qrels_mod
+
+    if space == "vocabulary":
+        monkeypatch.setattr(doc_space_mod, "radix_keys", lambda column: None)
+    lines = _grouped_qrels_lines(seed, long_ids=space != "packed")
+    path = tmp_path / "qrels.txt"
+    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in lines))
+    calls = []
+    real = qrels_mod._group_order
+    monkeypatch.setattr(qrels_mod, "_group_order", lambda *a: calls.append(a) or real(*a))
+    qrels = gpukit.Qrels.from_trec(path)
+    assert type(qrels.doc_space).__name__ == {"packed": "PackedIds", "radix": "RadixIds", "vocabulary": "Vocabulary"}[space]
+    if space != "vocabulary":
+        assert len(calls) == 1 and len(calls[0][0]) == 30  # one group per topic, from the runs
+    expected = sorted(lines, key=lambda r: (r[0].encode(), r[1].encode()))
+    got = list(zip(
+        [qrels.query_id_list()[c] for c in qrels.query_codes.tolist()],
+        qrels.doc_space.ids_of(qrels.doc_codes).to_pylist(),
+        qrels.grades.tolist(),
+    ))
+    assert got == expected
+
+
+@pytest.mark.parametrize("long_ids", [False, True])
+def test_duplicate_in_qrels_from_query_runs_names_both_lines(tmp_path, long_ids):
+    lines = _grouped_qrels_lines(4, long_ids)
+    first = len(lines) // 2
+    topic = lines[first][0]
+    last = max(i for i, (q, _, _) in enumerate(lines) if q == topic)
+    lines.insert(last + 1, (topic, lines[first][1], 1))
+    path = tmp_path / "qrels.txt"
+    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in lines))
+    with pytest.raises(InputFormatError) as info:
+        gpukit.Qrels.from_trec(path)
+    assert info.value.line == last + 2
+    assert f"lines {first + 1} and {last + 2}" in str(info.value) and f"'{lines[first][1]}'" in str(info.value)
+    assert f"query '{topic}'" in str(info.value)
 
 
 def test_duplicate_in_grouped_qrels_names_both_lines(tmp_path):

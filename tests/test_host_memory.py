@@ -1,7 +1,8 @@
 """gpukit.host_memory: after keep_freed_memory, a large array freed and
 allocated again reuses the same memory (no new page faults), where glibc's
-defaults unmap it and fault fresh pages in; `gpukit eval` sets it only as a
-program. Each case runs in a fresh interpreter (the settings are process-wide)."""
+defaults unmap it and fault fresh pages in; after no_huge_page_advice, NumPy
+no longer advises huge pages; `gpukit eval` sets both only as a program.
+Each case runs in a fresh interpreter (the settings are process-wide)."""
 from __future__ import annotations
 
 import json
@@ -59,17 +60,44 @@ def test_nothing_is_changed_without_glibc():
     assert host_memory.keep_freed_memory() is False
 
 
-def test_eval_sets_it_only_as_a_program(monkeypatch, capsys):
+# NumPy's switch returns its previous value: read it (and set it back) after the call.
+HUGE_PAGE_ADVICE = """
+import json, sys
+import gpukit.host_memory as hm
+applied = hm.no_huge_page_advice() if sys.argv[1] == "off" else None
+from numpy._core.multiarray import _set_madvise_hugepage
+advised = _set_madvise_hugepage(True)
+print(json.dumps([applied, advised]))
+"""
+
+
+def _huge_page_advice(mode: str) -> tuple[bool | None, bool]:
+    out = subprocess.run([sys.executable, "-c", HUGE_PAGE_ADVICE, mode], cwd=REPO, capture_output=True, text=True, check=True)
+    applied, advised = json.loads(out.stdout.strip().splitlines()[-1])
+    return applied, advised
+
+
+def test_numpy_stops_advising_huge_pages():
+    import os
+
+    if os.environ.get("NUMPY_MADVISE_HUGEPAGE") == "0":
+        pytest.skip("huge-page advice is off in this environment already")
+    assert _huge_page_advice("default") == (None, True)
+    assert _huge_page_advice("off") == (True, False)
+
+
+@pytest.mark.parametrize("setting", ["keep_freed_memory", "no_huge_page_advice"])
+def test_eval_sets_it_only_as_a_program(monkeypatch, capsys, setting):
     calls: list[bool] = []
     import gpukit.cli.eval_cmd as eval_cmd
 
-    monkeypatch.setattr(eval_cmd, "keep_freed_memory", lambda: calls.append(True) or True)
+    monkeypatch.setattr(eval_cmd, setting, lambda: calls.append(True) or True)
     assert gpukit.cli.main(["eval", str(DATA / "qrels.test"), str(DATA / "results.test"), "-m", "AP"]) == 0
     assert "AP" in capsys.readouterr().out and calls == []  # an in-process call keeps the caller's allocator
     code = (
         "import sys, gpukit.cli.eval_cmd as e\n"
         "calls = []\n"
-        "e.keep_freed_memory = lambda: calls.append(True) or True\n"
+        f"e.{setting} = lambda: calls.append(True) or True\n"
         f"sys.argv = ['gpukit', 'eval', {str(DATA / 'qrels.test')!r}, {str(DATA / 'results.test')!r}, '-m', 'AP']\n"
         "import gpukit.cli\n"
         "code = gpukit.cli.main()\n"

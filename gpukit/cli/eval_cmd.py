@@ -11,7 +11,7 @@ from gpukit.cli import COMMAND_HELP, late_imports_done, running_as_program
 from gpukit.data.arrow_numpy import arrow_threads
 from gpukit.data.run_texts import RunTexts
 from gpukit.data.text_table import check_stdin_once
-from gpukit.host_memory import keep_freed_memory
+from gpukit.host_memory import keep_freed_memory, no_huge_page_advice
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "RR@10", "AP", "Rprec"]
 
@@ -44,8 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_eval(args: argparse.Namespace) -> int:
     check_stdin_once([args.qrels, *args.runs])
     if running_as_program(args):
-        # Process-wide malloc settings (gpukit.host_memory): in a program only, before any thread starts.
+        # Process-wide allocation settings (gpukit.host_memory): in a program only, before any thread starts.
         keep_freed_memory()
+        no_huge_page_advice()
     # The first run's text is parsed on a second thread while this one imports
     # torch (about a second, on one core), whatever the file's size; then
     # each next run's while one is evaluated (gpukit.data.run_texts).

@@ -18,7 +18,7 @@ import pyarrow as pa
 from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
 from gpukit.data.nested_mapping import FlatMapping, flatten
 from gpukit.data.arrow_numpy import numpy_values, pandas_columns, release_arrow_memory, string_array
-from gpukit.data.string_coding import string_codes
+from gpukit.data.string_coding import CodeRuns, string_code_runs, string_codes
 from gpukit.data.text_table import Column, ParsedTable, read_table
 from gpukit.errors import InputFormatError, echo
 from gpukit.threads import sized_threads
@@ -74,7 +74,11 @@ class Qrels:
 
     @classmethod
     def _from_table(cls, table: ParsedTable) -> "Qrels":
-        q_codes, q_vocab = string_codes(table.columns.pop("query_id"))
+        q_column = table.columns.pop("query_id")
+        # A qrels file lists each topic's judgments together: its query ids stay runs (no code per line).
+        runs = string_code_runs(q_column)
+        q_codes, q_vocab = (runs, runs.vocab) if runs is not None and runs.each_code_once() else string_codes(q_column)
+        del q_column, runs
         release_arrow_memory(table.num_rows)
         d_codes, d_space = doc_keys(table.columns.pop("doc_id"), radix=True)
         grades = numpy_values(table.columns.pop("grade"))
@@ -163,13 +167,16 @@ class Qrels:
                 source, line_of(row) if line_of else None,
                 f"grade {int(grades[row])} out of range (|grade| must be at most {MAX_ABS_GRADE})" + ("" if line_of else f" (row {row})"),
             )
-        q_codes = q_codes.astype(np.int64, copy=False)
-        order = _pair_order(q_codes, d_codes, max(len(q_vocab), 1), d_space)
-        q_sorted, d_sorted = q_codes[order], np.ascontiguousarray(d_codes[order], dtype=np.int64)
+        if isinstance(q_codes, CodeRuns) and isinstance(d_space, Vocabulary):
+            q_codes = np.repeat(q_codes.codes, q_codes.lengths())
+        if not isinstance(q_codes, CodeRuns):
+            q_codes = q_codes.astype(np.int64, copy=False)
+        order, q_sorted = _pair_order(q_codes, d_codes, max(len(q_vocab), 1), d_space)
+        d_sorted = np.ascontiguousarray(d_codes[order], dtype=np.int64)
         dup = np.flatnonzero((q_sorted[1:] == q_sorted[:-1]) & (d_sorted[1:] == d_sorted[:-1]))
         if len(dup):
             first, second = int(order[dup[0]]), int(order[dup[0] + 1])
-            qid = q_vocab[int(q_codes[first])].as_py()
+            qid = q_vocab[int(q_sorted[dup[0]])].as_py()
             did = d_space.ids_of(np.array([d_codes[first]]))[0].as_py()
             where = f" (lines {line_of(first)} and {line_of(second)})" if line_of else f" (rows {first} and {second})"
             raise InputFormatError(
@@ -240,8 +247,11 @@ class Qrels:
         return f"Qrels({self.source!r}, queries={self.num_queries}, judgments={len(self)})"
 
 
-def _pair_order(q: np.ndarray, keys: np.ndarray, n_queries: int, space: DocSpace) -> np.ndarray:
-    """Stable order of rows by (query code, doc key).
+def _pair_order(q: np.ndarray | CodeRuns, keys: np.ndarray, n_queries: int, space: DocSpace) -> tuple[np.ndarray, np.ndarray]:
+    """(stable order of rows by (query code, doc key), the query codes in that order).
+
+    ``q``: int64 codes per row, or the runs of a column whose every query is
+    one run (not with a vocabulary).
 
     Vocabulary codes are small enough to pack with the query into one int64.
     Packed keys use 63 bits, so rows are ordered by query first (by whole
@@ -252,16 +262,21 @@ def _pair_order(q: np.ndarray, keys: np.ndarray, n_queries: int, space: DocSpace
     """
     if isinstance(space, Vocabulary):
         n_docs = space.bound
-        return _stable_order(q * n_docs + keys, n_queries * n_docs)[0]
-    by_q, qs = _query_order(q, n_queries)
+        order = _stable_order(q * n_docs + keys, n_queries * n_docs)[0]
+        return order, q[order]
+    if isinstance(q, CodeRuns):
+        by_q, qs = _group_order(q.starts, q.codes, q.num_rows)
+    else:
+        by_q, qs = _query_order(q, n_queries)
     ks = keys[by_q]
     if not np.any((qs[1:] == qs[:-1]) & (ks[1:] < ks[:-1])):
-        return by_q
-    n = len(q)
+        return by_q, qs
+    n = len(qs)
     counts = np.bincount(qs, minlength=n_queries)
     width = int(counts.max())
     if n_queries * width > 4 * n + (1 << 20):
-        return np.lexsort((keys, q))
+        order = np.lexsort((ks, qs))  # stable: equal pairs keep their order in by_q, which is file order
+        return by_q[order], qs
     starts = np.cumsum(counts) - counts
     # Rows are grouped by query (ascending), so row i goes to slot i - start + query * width.
     slot = np.arange(n, dtype=np.int64)
@@ -272,7 +287,7 @@ def _pair_order(q: np.ndarray, keys: np.ndarray, n_queries: int, space: DocSpace
     # NumPy's row-wise argsort of short int64 rows is ~2x torch's stable sort here.
     perm = np.argsort(table.reshape(n_queries, width), axis=1, kind="stable")
     del table
-    return by_q[(starts[:, None] + perm)[perm < counts[:, None]]]
+    return by_q[(starts[:, None] + perm)[perm < counts[:, None]]], qs
 
 
 def _query_order(q: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
@@ -290,13 +305,20 @@ def _query_order(q: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]
         group_q = q[starts]
         # Every query in one contiguous group (more groups than queries: some query is split).
         if len(starts) <= n_queries and int(np.bincount(group_q, minlength=n_queries).max()) <= 1:
-            lengths = np.diff(np.append(starts, n))
-            by_code = np.argsort(group_q, kind="stable")
-            lengths, starts = lengths[by_code], starts[by_code]
-            order = np.arange(n, dtype=np.int64)
-            order += np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-            return order, np.repeat(group_q[by_code].astype(np.int64), lengths)
+            return _group_order(starts, group_q, n)
     return _stable_order(q, n_queries)
+
+
+def _group_order(starts: np.ndarray, group_q: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_query_order` of ``n`` rows in groups of one query each
+    (group ``g`` starts at row ``starts[g]`` and holds query ``group_q[g]``):
+    only the groups are sorted, the rows follow their group."""
+    lengths = np.diff(np.append(starts, n))
+    by_code = np.argsort(group_q, kind="stable")
+    lengths, starts = lengths[by_code], starts[by_code]
+    order = np.arange(n, dtype=np.int64)
+    order += np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return order, np.repeat(group_q[by_code].astype(np.int64), lengths)
 
 
 def _stable_order(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
