@@ -145,6 +145,15 @@ def test_packed_qrels_pair_order_matches_lexsort(layout):
         assert np.array_equal(got_q, q[want])
 
 
+def _qrels_rows(qrels) -> list[tuple[str, str, int]]:
+    """(query id, doc id, grade) of each stored row, in stored order."""
+    return list(zip(
+        [qrels.query_id_list()[c] for c in qrels.query_codes.tolist()],
+        qrels.doc_space.ids_of(qrels.doc_codes).to_pylist(),
+        qrels.grades.tolist(),
+    ))
+
+
 def test_qrels_grouped_out_of_byte_order_read_sorted(tmp_path):
     """Topics listed together but not in byte order, documents unsorted within a
     topic: rows come out sorted by (query, doc) bytes, grades with them."""
@@ -153,12 +162,7 @@ def test_qrels_grouped_out_of_byte_order_read_sorted(tmp_path):
     path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in lines))
     qrels = gpukit.Qrels.from_trec(path)
     expected = sorted(lines, key=lambda r: (r[0].encode(), r[1].encode()))
-    got = list(zip(
-        [qrels.query_id_list()[c] for c in qrels.query_codes.tolist()],
-        qrels.doc_space.ids_of(qrels.doc_codes).to_pylist(),
-        qrels.grades.tolist(),
-    ))
-    assert got == expected
+    assert _qrels_rows(qrels) == expected
 
 
 def _grouped_qrels_lines(seed: int, long_ids: bool) -> list[tuple[str, str, int]]:
@@ -192,12 +196,7 @@ def test_grouped_qrels_from_query_runs_read_sorted(tmp_path, monkeypatch, seed, 
     if space != "vocabulary":
         assert len(calls) == 1 and len(calls[0][0]) == 30  # one group per topic, from the runs
     expected = sorted(lines, key=lambda r: (r[0].encode(), r[1].encode()))
-    got = list(zip(
-        [qrels.query_id_list()[c] for c in qrels.query_codes.tolist()],
-        qrels.doc_space.ids_of(qrels.doc_codes).to_pylist(),
-        qrels.grades.tolist(),
-    ))
-    assert got == expected
+    assert _qrels_rows(qrels) == expected
 
 
 @pytest.mark.parametrize("long_ids", [False, True])
