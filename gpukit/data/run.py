@@ -170,7 +170,10 @@ class Run:
         release_arrow_memory(table.num_rows)
         if isinstance(q_rows, CodeRuns) and q_rows.each_code_once():
             # The parsed scores stay Arrow chunks until they are laid out (no flat copy).
-            scores = [ParsedScores(table.columns.pop("score").chunks, source, table.line_of)]
+            score_column = table.columns.pop("score")
+            chunks = score_column.chunks if isinstance(score_column, pa.ChunkedArray) else [score_column]
+            scores = [ParsedScores(chunks, source, table.line_of)]
+            del score_column, chunks
         else:
             scores = [ParsedScores.flat(table.columns, source, table.line_of)]
             release_arrow_memory(table.num_rows)
