@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpukit.float_order import signed_order_bits
+
 _LOW = np.uint64(0xFFFFFFFF)
 
 
@@ -70,7 +72,5 @@ def _descending_bits(scores: np.ndarray) -> np.ndarray:
     (-0.0 and 0.0 map to the same word, as they compare equal)."""
     neg = scores.astype(np.float32)
     np.negative(neg, out=neg)
-    neg += np.float32(0)  # -0.0 + 0.0 is +0.0
-    bits = neg.view(np.int32)
-    bits ^= (bits >> 31) & np.int32(0x7FFFFFFF)  # now signed-int order is float order
-    return bits.view(np.uint32) ^ np.uint32(0x80000000)
+    neg += np.float32(0)  # -0.0 + 0.0 is +0.0 (gpukit.float_order)
+    return signed_order_bits(neg.view(np.int32)).view(np.uint32) ^ np.uint32(0x80000000)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import torch
 
+from gpukit.float_order import signed_order_bits
 from gpukit.threads import threads_for
 
 # Sentinel for "no candidate yet": it loses every tie against a real index.
@@ -161,10 +162,8 @@ def _packable(scores: torch.Tensor, indices: torch.Tensor) -> bool:
 def _descending_key(scores: torch.Tensor) -> torch.Tensor:
     """int64 in [0, 2**32) per float32 score, ascending as the scores descend;
     -0.0 and 0.0 share a key (they compare equal, so they tie)."""
-    negated = 0.0 - scores  # 0.0 - x: both zeros give +0.0
-    bits = negated.view(torch.int32)
-    bits = bits ^ ((bits >> 31) & 0x7FFFFFFF)  # signed-integer order is now float order
-    return bits.to(torch.int64) + 2**31
+    negated = 0.0 - scores  # 0.0 - x: both zeros give +0.0 (gpukit.float_order)
+    return signed_order_bits(negated.view(torch.int32)).to(torch.int64) + 2**31
 
 
 def empty_topk(rows: int, k: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
