@@ -65,9 +65,11 @@ def no_huge_page_advice() -> bool:
     docstring); what ``NUMPY_MADVISE_HUGEPAGE=0`` does when set before NumPy
     is imported. Returns whether it was applied: False where this NumPy has
     no such switch. Arrays allocated before keep their pages."""
+    # A private NumPy switch (numpy/_core/multiarray): if it moves or changes, nothing is set.
     try:
         from numpy._core.multiarray import _set_madvise_hugepage
-    except ImportError:  # pragma: no cover - a NumPy without the switch
+
+        _set_madvise_hugepage(False)
+    except (ImportError, TypeError):  # pragma: no cover - a NumPy without this switch
         return False
-    _set_madvise_hugepage(False)
     return True
