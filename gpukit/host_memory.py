@@ -22,7 +22,7 @@ guest memory lazily, that memory has often not been touched lately and its
 fault costs far more than the 4 KiB pages that were freed a moment ago:
 filling eight fresh 32 MiB arrays took 100-280 ms each with huge pages
 against 13-20 ms without, in that state (5 ms with huge pages when they were
-at hand). `gpukit eval` on 100k queries x 100, paired: 2.66 s against
+at hand; bench/bench_huge_pages.py). `gpukit eval` on 100k queries x 100, paired: 2.66 s against
 3.74 s wall, system time 0.93 against 1.96 s (docs/benchmarks.md, "Eighth
 pass"). Also process-wide, also for a program only.
 """
