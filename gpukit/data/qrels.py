@@ -18,7 +18,7 @@ import pyarrow as pa
 from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
 from gpukit.data.nested_mapping import FlatMapping, flatten
 from gpukit.data.arrow_numpy import numpy_values, pandas_columns, release_arrow_memory, string_array
-from gpukit.data.string_coding import CodeRuns, string_code_runs, string_codes
+from gpukit.data.string_coding import CodeRuns, string_codes, string_codes_or_runs
 from gpukit.data.text_table import Column, ParsedTable, read_table
 from gpukit.errors import InputFormatError, echo
 from gpukit.threads import sized_threads
@@ -74,11 +74,10 @@ class Qrels:
 
     @classmethod
     def _from_table(cls, table: ParsedTable) -> "Qrels":
-        q_column = table.columns.pop("query_id")
         # A qrels file lists each topic's judgments together: its query ids stay runs (no code per line).
-        runs = string_code_runs(q_column)
-        q_codes, q_vocab = (runs, runs.vocab) if runs is not None and runs.each_code_once() else string_codes(q_column)
-        del q_column, runs
+        q_codes, q_vocab = string_codes_or_runs(table.columns.pop("query_id"))
+        if isinstance(q_codes, CodeRuns) and not q_codes.each_code_once():
+            q_codes = q_codes.per_row()
         release_arrow_memory(table.num_rows)
         d_codes, d_space = doc_keys(table.columns.pop("doc_id"), radix=True)
         grades = numpy_values(table.columns.pop("grade"))
@@ -168,7 +167,7 @@ class Qrels:
                 f"grade {int(grades[row])} out of range (|grade| must be at most {MAX_ABS_GRADE})" + ("" if line_of else f" (row {row})"),
             )
         if isinstance(q_codes, CodeRuns) and isinstance(d_space, Vocabulary):
-            q_codes = np.repeat(q_codes.codes, q_codes.lengths())
+            q_codes = q_codes.per_row()
         if not isinstance(q_codes, CodeRuns):
             q_codes = q_codes.astype(np.int64, copy=False)
         order, q_sorted = _pair_order(q_codes, d_codes, max(len(q_vocab), 1), d_space)

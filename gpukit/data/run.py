@@ -31,7 +31,7 @@ from gpukit.data.doc_space import DocSpace, doc_keys
 from gpukit.data.host_ranking import float32_exact, rank_rows_host
 from gpukit.data.nested_mapping import FlatMapping, flatten
 from gpukit.data.run_texts import _TREC_RUN_COLUMNS, read_run_table  # noqa: F401 (both were defined here)
-from gpukit.data.string_coding import CodeRuns, string_code_runs, string_codes
+from gpukit.data.string_coding import CodeRuns, string_codes, string_codes_or_runs
 from gpukit.data.text_table import ParsedTable
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import DeviceError, InputFormatError, UsageError, echo
@@ -162,11 +162,8 @@ class Run:
         :func:`gpukit.data.trec_files.read_trec_files`). ``table``'s columns are consumed."""
         source = table.source
         # Columns are popped as they are used so that their memory goes early.
-        q_column = table.columns.pop("query_id")
         # A grouped file's query ids stay runs (no code per line): its layout needs no more.
-        q_rows = string_code_runs(q_column)
-        q_rows, q_vocab = (q_rows, q_rows.vocab) if q_rows is not None else string_codes(q_column)
-        del q_column
+        q_rows, q_vocab = string_codes_or_runs(table.columns.pop("query_id"))
         release_arrow_memory(table.num_rows)
         if isinstance(q_rows, CodeRuns) and q_rows.each_code_once():
             # The parsed scores stay Arrow chunks until they are laid out (no flat copy).
@@ -371,7 +368,7 @@ class Run:
                 codes, score_t = _dedup_and_rank(codes, score_t, dedup, q_vocab, d_space, source, line_of, rows_of, distinct_pairs)
                 return cls(q_vocab, d_space, codes, score_t, name)
         if runs is not None:
-            q_codes = np.repeat(runs.codes, runs.lengths())
+            q_codes = runs.per_row()
         d_codes = d_codes.pop() if isinstance(d_codes, list) else d_codes
         flat_scores = scores.pop() if isinstance(scores, list) else scores
         if isinstance(flat_scores, ParsedScores):
@@ -641,7 +638,17 @@ class ParsedScores:
 def _grouped_layout(runs: CodeRuns, d_codes: list, scores: list) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
     """(Q, K) int64 keys (-1 padding), float64 scores, each row in file order,
     and the file row of each query's first line, for a file whose queries'
-    lines are contiguous (``runs.each_code_once()``).
+    lines are contiguous (``runs.each_code_once()``): :func:`_group_layout`
+    of its runs."""
+    return _group_layout(runs.starts, runs.codes.astype(np.int64, copy=False), runs.num_rows, len(runs.vocab), d_codes, scores)
+
+
+def _group_layout(
+    starts: np.ndarray, group_q: np.ndarray, n: int, n_queries: int, d_codes: list, scores: list
+) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """:func:`_grouped_layout` of ``n`` rows in groups of one query each
+    (group ``g`` starts at row ``starts[g]`` and holds query ``group_q[g]``,
+    int64; every one of the ``n_queries`` queries has one group).
 
     ``d_codes`` is a one-element list of a flat array, emptied (the array
     freed) once laid out, before the scores' (Q, K) array is allocated:
@@ -651,17 +658,15 @@ def _grouped_layout(runs: CodeRuns, d_codes: list, scores: list) -> tuple[torch.
     the same number of lines, a piece of the file is whole rows (and at most
     two partial ones) that are only permuted into query-code order.
     """
-    n, n_queries = runs.num_rows, len(runs.vocab)
-    lengths = runs.lengths()
-    group_q = runs.codes.astype(np.int64, copy=False)
+    lengths = np.diff(np.append(starts, n))
     width = int(lengths.max()) if n else 0
     first_lines = np.empty(n_queries, dtype=np.int64)
-    first_lines[group_q] = runs.starts
+    first_lines[group_q] = starts
     if n and int(lengths.min()) == width:
         place = None
     else:
         # Flat slot of row i: its query's row start plus its place within the group.
-        place = np.repeat(group_q * width - runs.starts, lengths) + np.arange(n, dtype=np.int64)
+        place = np.repeat(group_q * width - starts, lengths) + np.arange(n, dtype=np.int64)
     flat_codes = d_codes.pop()
     codes = _lay_out([(0, flat_codes)], n_queries, width, group_q, place, -1, np.int64)
     del flat_codes
@@ -729,36 +734,25 @@ def _padded_layout(q_codes: np.ndarray, n_queries: int, d_codes: np.ndarray, sco
     change = np.flatnonzero(q[1:] != q[:-1]) + 1 if n else np.zeros(0, np.int64)
     if len(change) == n_queries - 1:
         starts = np.concatenate([np.zeros(1, np.int64), change])
-        lengths = np.diff(np.append(starts, n))
-        group_q = q[starts].astype(np.int64)
-        width = int(lengths.max()) if n else 0
-        if n and int(lengths.min()) == width:
-            codes = np.empty((n_queries, width), dtype=np.int64)
-            codes[group_q] = d_codes.reshape(n_queries, width)
-            score_np = np.empty((n_queries, width), dtype=np.float64)
-            score_np[group_q] = scores.reshape(n_queries, width)
-            return torch.from_numpy(codes), torch.from_numpy(score_np)
-        # Flat slot of row i: its query's row start plus its place within the group.
-        flat = np.repeat(group_q * width - starts, lengths) + np.arange(n, dtype=np.int64)
-        order = None
-    else:
-        rowbits = max(1, (n - 1).bit_length())
-        packed = q.astype(np.uint64) << np.uint64(rowbits)
-        packed |= np.arange(n, dtype=np.uint64)
-        packed.sort()
-        order = (packed & np.uint64((1 << rowbits) - 1)).astype(np.int64)
-        q_sorted = (packed >> np.uint64(rowbits)).astype(np.int64)
-        del packed
-        changes = np.flatnonzero(q_sorted[1:] != q_sorted[:-1]) + 1
-        starts = np.concatenate([np.zeros(1, np.int64), changes])
-        lengths = np.diff(np.append(starts, n))
-        width = int(lengths.max()) if n else 0
-        flat = q_sorted * width + (np.arange(n, dtype=np.int64) - np.repeat(starts, lengths))
-        del q_sorted
+        codes, score_t, _ = _group_layout(starts, q[starts].astype(np.int64), n, n_queries, [d_codes], [scores])
+        return codes, score_t
+    rowbits = max(1, (n - 1).bit_length())
+    packed = q.astype(np.uint64) << np.uint64(rowbits)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    order = (packed & np.uint64((1 << rowbits) - 1)).astype(np.int64)
+    q_sorted = (packed >> np.uint64(rowbits)).astype(np.int64)
+    del packed
+    changes = np.flatnonzero(q_sorted[1:] != q_sorted[:-1]) + 1
+    starts = np.concatenate([np.zeros(1, np.int64), changes])
+    lengths = np.diff(np.append(starts, n))
+    width = int(lengths.max()) if n else 0
+    flat = q_sorted * width + (np.arange(n, dtype=np.int64) - np.repeat(starts, lengths))
+    del q_sorted
     codes = np.full(n_queries * width, -1, dtype=np.int64)
     score_np = np.zeros(n_queries * width, dtype=np.float64)
-    codes[flat] = d_codes if order is None else d_codes[order]
-    score_np[flat] = scores if order is None else scores[order]
+    codes[flat] = d_codes[order]
+    score_np[flat] = scores[order]
     return torch.from_numpy(codes.reshape(n_queries, width)), torch.from_numpy(score_np.reshape(n_queries, width))
 
 

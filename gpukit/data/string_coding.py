@@ -431,6 +431,10 @@ class CodeRuns:
         """Whether no string has two runs (each query's lines are contiguous)."""
         return len(self.codes) == len(self.vocab)
 
+    def per_row(self) -> np.ndarray:
+        """The code of every row (what :func:`string_codes` returns)."""
+        return np.repeat(self.codes, self.lengths())
+
 
 def string_code_runs(column: pa.Array | pa.ChunkedArray | list[pa.Array]) -> CodeRuns | None:
     """:class:`CodeRuns` of a grouped string column (at most a quarter as many
@@ -465,14 +469,21 @@ def string_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Arr
     report. No hash table over the whole column is built unless the ids are
     too long or too varied for sort keys.
     """
+    codes, vocab = string_codes_or_runs(column)
+    return (codes.per_row() if isinstance(codes, CodeRuns) else codes), vocab
+
+
+def string_codes_or_runs(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray | CodeRuns, pa.Array]:
+    """:func:`string_codes`, except that a grouped column (see
+    :func:`string_code_runs`) is given as its :class:`CodeRuns`, without a
+    code per row; the runs are looked for once."""
     chunks = string_chunks(column)
     n = sum(len(c) for c in chunks)
     if n == 0:
         return np.zeros(0, np.int32), pa.array([], pa.string())
     runs = string_code_runs(chunks)
     if runs is not None:
-        # Grouped column (a run's query ids): the heads' codes, repeated.
-        return np.repeat(runs.codes, runs.lengths()), runs.vocab
+        return runs, runs.vocab
     if n <= _SMALL_CODES:
         return _small_codes(chunks)
     packed = _packed_codes(chunks, n)
