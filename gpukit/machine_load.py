@@ -1,12 +1,45 @@
 """Whether every core this process may run on already has work (no torch).
 
-Used to choose thread counts (:mod:`gpukit.threads`) and whether a second
-thread may read a file ahead (:mod:`gpukit.data.run_texts`); the latter runs
-before torch is imported, hence a module of its own.
+Used to choose thread counts (:mod:`gpukit.threads`,
+:func:`gpukit.data.arrow_numpy.parallel_map`) and whether a second thread may
+read a file ahead (:mod:`gpukit.data.run_texts`); the latter runs before
+torch is imported, hence a module of its own.
+
+Besides the machine's load, gpukit counts its own background work: while the
+read-ahead worker parses a run on one core, a pool of as many threads as
+cores on the calling thread only contends with it for the cores (on the
+2-core VM, a TREC track's qrels were built 10-20% slower with a 2-thread
+pool than with none while a run was parsed; docs/benchmarks.md, "Ninth pass").
 """
 from __future__ import annotations
 
 import os
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+_background_threads = 0
+_background_lock = threading.Lock()
+
+
+@contextmanager
+def background_work() -> Iterator[None]:
+    """Count the calling thread as gpukit background work (one core taken)
+    while the block runs, also when it raises."""
+    global _background_threads
+    with _background_lock:
+        _background_threads += 1
+    try:
+        yield
+    finally:
+        with _background_lock:
+            _background_threads -= 1
+
+
+def free_cores() -> int:
+    """The processors (``os.cpu_count``) less those taken by gpukit's own
+    background work (:func:`background_work`), at least 1."""
+    return max(1, (os.cpu_count() or 1) - _background_threads)
 
 
 def machine_busy() -> bool:

@@ -23,6 +23,7 @@ from gpukit.data.arrow_numpy import arrow_indices, string_chunks
 from gpukit.data.string_coding import byte_order_keys, key_width, lookup_codes
 from gpukit.errors import InputFormatError, UsageError
 from gpukit.metrics.binary import row_counts
+from gpukit.threads import search_threads
 
 #: Grade of a retrieved document absent from the qrels (and of padding).
 NOT_JUDGED = -(2**31)
@@ -332,7 +333,8 @@ def _rank_rows(
             codes = codes_of_rows.index_select(0, safe).masked_fill(wanted[:, None] < 0, -1)
             if all_scores is not None:
                 scores = all_scores.index_select(0, safe).to(score_dtype)
-        joined = join(codes, rows if positions is None else positions[rows])
+        with search_threads(codes.numel(), device):  # the join's binary searches pay for a pool
+            joined = join(codes, rows if positions is None else positions[rows])
         num_ret[rows] = row_counts(codes >= 0)
         if scores is not None:
             bad = unranked_rows(codes, scores)

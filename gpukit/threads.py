@@ -16,13 +16,14 @@ wanting its own count honoured, passes ``adapt=False``.
 from __future__ import annotations
 
 import functools
+import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
 
 import torch
 
 # Re-exported: the thread choice below looks it up here (tests replace it here).
-from gpukit.machine_load import machine_busy  # noqa: F401
+from gpukit.machine_load import free_cores, machine_busy  # noqa: F401
 
 F = TypeVar("F", bound=Callable)
 
@@ -36,6 +37,17 @@ SMALL_WORK = 1_000_000
 #: VM two threads were 20-40% faster on 10^7-entry updates (section
 #: "torchmetrics"), so the pool is kept there when the cores are free.
 BUSY_WORK = 20_000_000
+#: Binary searches (needles) from which :func:`search_threads` gives back the
+#: pool that :func:`threads_for` took away: a search costs ~25-50 ns per
+#: needle in mispredicted branches, tens of times an elementwise op, so two
+#: threads pay on a TREC track's 10^5 (4.7 -> 2.6 ms) and already on 10^4
+#: (0.43 -> 0.13 ms); below that torch's own grain size keeps one thread
+#: (docs/benchmarks.md, "Ninth pass").
+SEARCH_WORK = 10_000
+
+# The caller's count while a threads_for block runs with fewer threads (per
+# calling thread: a block lowers the count for the block's own work).
+_lowered = threading.local()
 
 
 def threads_wanted(work: int, device: torch.device | str = "cpu", current: int | None = None) -> int:
@@ -59,11 +71,42 @@ def threads_for(work: int, device: torch.device | str = "cpu", *, adapt: bool = 
     wanted = threads_wanted(work, device, before) if adapt else before
     if wanted != before:
         torch.set_num_threads(wanted)
+    outer = getattr(_lowered, "count", None)
+    if wanted < before:
+        _lowered.count = max(before, outer or 0)
     try:
         yield wanted
     finally:
+        _lowered.count = outer
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
+
+
+@contextmanager
+def search_threads(needles: int, device: torch.device | str = "cpu") -> Iterator[int]:
+    """Run a block of binary searches (``needles`` of them) with the intra-op
+    threads that an enclosing :func:`threads_for` block took away for its small
+    elementwise work; yields the count in force. Only on CPU, from
+    :data:`SEARCH_WORK` needles, while the machine is not busy, and no more
+    threads than the cores gpukit's own background work leaves free
+    (:func:`gpukit.machine_load.free_cores`: while the read-ahead worker
+    parses the next run on a 2-core machine, none). Outside such a block (no
+    count was lowered, or ``adapt=False``) nothing changes. The count is
+    restored on exit; search results do not depend on it."""
+    now = torch.get_num_threads()
+    caller = getattr(_lowered, "count", None)
+    if caller is None or caller <= now or torch.device(device).type != "cpu" or needles < SEARCH_WORK:
+        yield now
+        return
+    wanted = min(caller, free_cores())
+    if wanted <= now or machine_busy():
+        yield now
+        return
+    torch.set_num_threads(wanted)
+    try:
+        yield wanted
+    finally:
+        torch.set_num_threads(now)
 
 
 def sized_threads(work_of: Callable[..., int]) -> Callable[[F], F]:

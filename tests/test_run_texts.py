@@ -104,3 +104,28 @@ def test_a_bad_option_after_the_parse_started_stops_the_worker(capsys, monkeypat
     code = gpukit.cli.main(["eval", str(DATA / "qrels.test"), str(DATA / "results.test"), "-m", "nDCG@1x"])
     assert code == 2 and "malformed measure name 'nDCG@1x'" in capsys.readouterr().err
     assert not _worker_alive()
+
+
+def test_a_parse_on_the_worker_counts_as_background_work(tmp_path, monkeypatch):
+    """While the worker parses, gpukit.machine_load counts one core taken (the
+    calling thread's pools shrink); a parse on the calling thread does not."""
+    import gpukit.machine_load as ml
+
+    monkeypatch.setattr(rt, "TINY_INPUT_BYTES", 10)
+    monkeypatch.setattr(rt, "machine_busy", lambda: False)
+    monkeypatch.setattr(ml.os, "cpu_count", lambda: 4)
+    paths = []
+    for i, n in enumerate((20, 1)):
+        path = tmp_path / f"run{i}.txt"
+        path.write_text("".join(f"1 Q0 doc-{j} 1 {j}.5 tag\n" for j in range(n)))
+        paths.append(str(path))
+    seen: list[tuple[bool, int]] = []
+    real = rt.read_run_table
+    monkeypatch.setattr(rt, "read_run_table", lambda p: seen.append((threading.current_thread().name.startswith(rt.WORKER_NAME), ml.free_cores())) or real(p))
+    with rt.RunTexts(paths, first_any_size=True) as texts:
+        assert [t.num_rows for t in texts] == [20, 1]
+    assert seen == [(True, 3), (True, 3)]
+    assert ml.free_cores() == 4
+    with rt.RunTexts(paths, read_ahead=False) as texts:
+        assert [t.num_rows for t in texts] == [20, 1]
+    assert seen[2:] == [(False, 4), (False, 4)]

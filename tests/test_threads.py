@@ -130,3 +130,72 @@ def test_machine_busy_when_the_load_average_reaches_the_cores(monkeypatch, load,
     monkeypatch.setattr(gpukit.machine_load.os, "getloadavg", lambda: (load, 0.0, 0.0))
     monkeypatch.setattr(gpukit.machine_load.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert REAL_MACHINE_BUSY() is busy
+
+
+def test_searches_get_back_the_pool_a_small_block_took(caller_threads, monkeypatch):
+    """search_threads restores, for its block only, the count threads_for lowered,
+    bounded by the cores gpukit's background work leaves free; it changes
+    nothing outside a lowering block, below SEARCH_WORK, on a busy machine or
+    on a CUDA device, and restores the block's count on exit, also on raise."""
+    from gpukit.machine_load import background_work
+    from gpukit.threads import SEARCH_WORK, search_threads
+
+    monkeypatch.setattr(gpukit.machine_load.os, "cpu_count", lambda: 8)
+    with search_threads(10 * SEARCH_WORK) as n:  # not inside a lowering block
+        assert n == torch.get_num_threads() == caller_threads
+    with threads_for(10):
+        assert torch.get_num_threads() == 1
+        with search_threads(SEARCH_WORK) as n:
+            assert n == torch.get_num_threads() == caller_threads
+        assert torch.get_num_threads() == 1
+        with search_threads(SEARCH_WORK - 1) as n:
+            assert n == torch.get_num_threads() == 1
+        with search_threads(SEARCH_WORK, "cuda") as n:
+            assert n == torch.get_num_threads() == 1
+        with threads_for(10):  # a nested block keeps the outer caller's count
+            with search_threads(SEARCH_WORK) as n:
+                assert n == caller_threads
+        monkeypatch.setattr(gpukit.machine_load.os, "cpu_count", lambda: 2)
+        with search_threads(SEARCH_WORK) as n:
+            assert n == 2
+        with background_work():  # the read-ahead worker's core is left to it
+            with search_threads(SEARCH_WORK) as n:
+                assert n == torch.get_num_threads() == 1
+        monkeypatch.setattr(gpukit.threads, "machine_busy", lambda: True)
+        with search_threads(SEARCH_WORK) as n:
+            assert n == 1
+        monkeypatch.setattr(gpukit.threads, "machine_busy", lambda: False)
+        with pytest.raises(RuntimeError):
+            with search_threads(SEARCH_WORK):
+                raise RuntimeError
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == caller_threads
+    with threads_for(10, adapt=False):  # nothing lowered, nothing given back
+        with search_threads(SEARCH_WORK) as n:
+            assert n == caller_threads
+
+
+def test_evaluate_joins_with_the_callers_pool_and_the_same_values(caller_threads, monkeypatch):
+    """On a small run evaluate's elementwise work runs on one thread and its
+    grade join on the caller's pool; the values equal a one-thread evaluation."""
+    monkeypatch.setattr(gpukit.machine_load.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(gpukit.threads, "SEARCH_WORK", 1)
+    qrels = Qrels.from_trec(DATA / "qrels.test")
+    run = Run.from_trec(DATA / "results.test")
+    seen = []
+    real = torch.searchsorted
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "searchsorted", spy)
+    wide = gpukit.evaluate(qrels, run, ["AP", "nDCG@10"], convention="trec_eval")
+    assert seen and set(seen) == {caller_threads}
+    assert torch.get_num_threads() == caller_threads
+    monkeypatch.setattr(gpukit.threads, "SEARCH_WORK", 1 << 62)
+    seen.clear()
+    narrow = gpukit.evaluate(qrels, run, ["AP", "nDCG@10"], convention="trec_eval")
+    assert seen and set(seen) == {1}
+    for m in ("AP", "nDCG@10"):
+        assert torch.equal(wide[m].per_query, narrow[m].per_query)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpukit.errors import InputFormatError, UsageError, UsageTypeError
+from gpukit.machine_load import free_cores
 
 
 class LazyModule:
@@ -176,10 +176,13 @@ def string_chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
 
 def parallel_map(fn: Callable, items: Sequence) -> list:
     """``[fn(x) for x in items]`` on a few threads (NumPy and Arrow release the
-    GIL in these loops). A pool per call: nothing lingers to break a fork."""
+    GIL in these loops): at most 8, and no more than the cores gpukit's own
+    background work leaves free (:func:`gpukit.machine_load.free_cores`; none
+    beyond the calling thread while the read-ahead worker parses on a 2-core
+    machine). A pool per call: nothing lingers to break a fork."""
     if len(items) <= 1:  # the usual case on small inputs: os.cpu_count() alone costs ~13 us here
         return [fn(x) for x in items]
-    workers = min(len(items), os.cpu_count() or 1, 8)
+    workers = min(len(items), free_cores(), 8)
     if workers <= 1:
         return [fn(x) for x in items]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpukit-codes") as pool:

@@ -40,7 +40,7 @@ from typing import Iterator, Sequence
 
 from gpukit.data.text_table import BLOCK_BYTES, TINY_INPUT_BYTES, Column, ParsedTable, read_table, text_size_hint
 from gpukit.errors import UsageError
-from gpukit.machine_load import machine_busy
+from gpukit.machine_load import background_work, machine_busy
 
 Path = str | os.PathLike
 
@@ -63,6 +63,13 @@ def read_run_table(path: Path) -> ParsedTable:
     the rank column is skipped, the rest of a line after the tag ignored):
     :meth:`gpukit.data.run.Run.from_trec`'s first step, for :meth:`~gpukit.data.run.Run.from_table`."""
     return read_table(path, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
+
+
+def _read_in_background(path: Path) -> ParsedTable:
+    """:func:`read_run_table` on the worker, counted as gpukit background work
+    (the calling thread's pools then leave its core to it)."""
+    with background_work():
+        return read_run_table(path)
 
 
 def worth_reading_ahead(path: Path, any_size: bool = False) -> bool:
@@ -106,7 +113,7 @@ class RunTexts:
         """Start parsing file ``index`` on the worker, if it is read ahead."""
         self._pending = None
         if index < len(self.paths) and self._ahead[index]:
-            self._pending = self._pool.submit(read_run_table, self.paths[index])  # type: ignore[union-attr]
+            self._pending = self._pool.submit(_read_in_background, self.paths[index])  # type: ignore[union-attr]
 
     def __iter__(self) -> Iterator[ParsedTable]:
         if self._started:
