@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from unittest import mock
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -263,3 +264,30 @@ def test_translate_packed_keys_into_a_vocabulary():
     got = translate_keys(keys, PackedIds(), vocab)
     assert got.tolist() == [3, 1, 4, 3, 2, -1]
     assert np.array_equal(translate_keys(got[got >= 0], vocab, PackedIds()), keys[got >= 0])
+
+
+@pytest.mark.parametrize("width", [1, 2, 7, 8, 9, 16, 17])
+def test_byte_histogram_counts_each_position_either_way(width, monkeypatch):
+    """byte_histogram equals a plain count of each position's byte values,
+    whether it counts byte by byte or two positions per bincount (from
+    _PAIR_HISTOGRAM_ROWS rows); the padding past each id counts as byte 0."""
+    from gpukit.data import string_coding
+    from gpukit.data.arrow_numpy import string_chunks
+    from gpukit.data.string_coding import ByteRows, byte_histogram
+
+    rng = random.Random(width)
+    ids = []
+    while len(ids) < 300:  # ids of 1..width UTF-8 bytes, some bytes >= 0x80
+        text = "".join(rng.choice("ab-09Z\u00e9") for _ in range(rng.randint(1, width)))
+        if len(text.encode()) <= width:
+            ids.append(text)
+    widest = max(len(t.encode()) for t in ids)
+    expected = [[0] * 256 for _ in range(widest)]
+    for t in ids:
+        for pos, value in enumerate(t.encode().ljust(widest, b"\0")):
+            expected[pos][value] += 1
+    rows = ByteRows(string_chunks(pa.chunked_array([ids[:120], ids[120:]])), widest)
+    words = np.concatenate([rows.slice_words(i) for i in range(len(rows.slices))])
+    for threshold in (1 << 40, 0):  # byte by byte, then in pairs
+        monkeypatch.setattr(string_coding, "_PAIR_HISTOGRAM_ROWS", threshold)
+        assert byte_histogram(words, widest).tolist() == expected
