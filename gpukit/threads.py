@@ -5,7 +5,10 @@ parallel region costs more than it saves, and on a busy machine it waits
 for a descheduled worker: single ops measured 5-36 ms with 2 threads
 against 0.1-0.8 ms with 1 (docs/benchmarks.md, "The everyday case").
 :func:`threads_for` therefore runs work below :data:`SMALL_WORK` ranked
-entries with one thread.
+entries with one thread. Binary searches are the exception: at tens of
+nanoseconds per needle they gain from the pool from :data:`SEARCH_WORK`
+needles, so :func:`search_threads` gives a block of them the count that
+:func:`threads_for` took away.
 
 ``torch.set_num_threads`` is process-global: while the block runs, every
 thread of the process computes with the count it sets. The caller's count is
