@@ -36,10 +36,16 @@ def background_work() -> Iterator[None]:
             _background_threads -= 1
 
 
+def usable_cores() -> int:
+    """The processors this process may run on: its CPU affinity
+    (``os.sched_getaffinity``) where the platform has one, else ``os.cpu_count``."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def free_cores() -> int:
-    """The processors (``os.cpu_count``) less those taken by gpukit's own
-    background work (:func:`background_work`), at least 1."""
-    return max(1, (os.cpu_count() or 1) - _background_threads)
+    """:func:`usable_cores` less those taken by gpukit's own background work
+    (:func:`background_work`), at least 1."""
+    return max(1, usable_cores() - _background_threads)
 
 
 def machine_busy() -> bool:
@@ -53,5 +59,4 @@ def machine_busy() -> bool:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):  # pragma: no cover - no load average on this platform
         return False
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return load >= cores
+    return load >= usable_cores()

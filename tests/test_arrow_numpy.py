@@ -106,7 +106,7 @@ def test_parallel_map_leaves_the_cores_taken_by_background_work(monkeypatch):
     import gpukit.data.arrow_numpy as an
     import gpukit.machine_load as ml
 
-    monkeypatch.setattr(ml.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(ml, "usable_cores", lambda: 2)
     items = list(range(6))
 
     def where(x):

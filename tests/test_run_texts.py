@@ -113,7 +113,7 @@ def test_a_parse_on_the_worker_counts_as_background_work(tmp_path, monkeypatch):
 
     monkeypatch.setattr(rt, "TINY_INPUT_BYTES", 10)
     monkeypatch.setattr(rt, "machine_busy", lambda: False)
-    monkeypatch.setattr(ml.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(ml, "usable_cores", lambda: 4)
     paths = []
     for i, n in enumerate((20, 1)):
         path = tmp_path / f"run{i}.txt"

@@ -140,7 +140,7 @@ def test_searches_get_back_the_pool_a_small_block_took(caller_threads, monkeypat
     from gpukit.machine_load import background_work
     from gpukit.threads import SEARCH_WORK, search_threads
 
-    monkeypatch.setattr(gpukit.machine_load.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(gpukit.machine_load, "usable_cores", lambda: 8)
     with search_threads(10 * SEARCH_WORK) as n:  # not inside a lowering block
         assert n == torch.get_num_threads() == caller_threads
     with threads_for(10):
@@ -155,7 +155,7 @@ def test_searches_get_back_the_pool_a_small_block_took(caller_threads, monkeypat
         with threads_for(10):  # a nested block keeps the outer caller's count
             with search_threads(SEARCH_WORK) as n:
                 assert n == caller_threads
-        monkeypatch.setattr(gpukit.machine_load.os, "cpu_count", lambda: 2)
+        monkeypatch.setattr(gpukit.machine_load, "usable_cores", lambda: 2)
         with search_threads(SEARCH_WORK) as n:
             assert n == 2
         with background_work():  # the read-ahead worker's core is left to it
@@ -178,7 +178,7 @@ def test_searches_get_back_the_pool_a_small_block_took(caller_threads, monkeypat
 def test_evaluate_joins_with_the_callers_pool_and_the_same_values(caller_threads, monkeypatch):
     """On a small run evaluate's elementwise work runs on one thread and its
     grade join on the caller's pool; the values equal a one-thread evaluation."""
-    monkeypatch.setattr(gpukit.machine_load.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(gpukit.machine_load, "usable_cores", lambda: 8)
     monkeypatch.setattr(gpukit.threads, "SEARCH_WORK", 1)
     qrels = Qrels.from_trec(DATA / "qrels.test")
     run = Run.from_trec(DATA / "results.test")
@@ -199,3 +199,17 @@ def test_evaluate_joins_with_the_callers_pool_and_the_same_values(caller_threads
     assert seen and set(seen) == {1}
     for m in ("AP", "nDCG@10"):
         assert torch.equal(wide[m].per_query, narrow[m].per_query)
+
+
+def test_free_cores_count_the_processors_this_process_may_run_on(monkeypatch):
+    """free_cores (the bound of parallel_map's pool and of search_threads) and
+    machine_busy count the same processors: the process's CPU affinity, not
+    every processor of the machine."""
+    monkeypatch.setattr(gpukit.machine_load.os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(gpukit.machine_load.os, "sched_getaffinity", lambda pid: {3, 5}, raising=False)
+    monkeypatch.setattr(gpukit.machine_load.os, "getloadavg", lambda: (2.0, 0.0, 0.0))
+    assert gpukit.machine_load.usable_cores() == 2
+    assert gpukit.machine_load.free_cores() == 2
+    assert REAL_MACHINE_BUSY() is True
+    with gpukit.machine_load.background_work():
+        assert gpukit.machine_load.free_cores() == 1

@@ -180,7 +180,7 @@ def parallel_map(fn: Callable, items: Sequence) -> list:
     background work leaves free (:func:`gpukit.machine_load.free_cores`; none
     beyond the calling thread while the read-ahead worker parses on a 2-core
     machine). A pool per call: nothing lingers to break a fork."""
-    if len(items) <= 1:  # the usual case on small inputs: os.cpu_count() alone costs ~13 us here
+    if len(items) <= 1:  # the usual case on small inputs: no pool to size
         return [fn(x) for x in items]
     workers = min(len(items), free_cores(), 8)
     if workers <= 1:

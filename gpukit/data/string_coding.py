@@ -164,8 +164,8 @@ def byte_histogram(words: np.ndarray, width: int) -> np.ndarray:
     bins costs more than it saves, and each position is counted alone.
     """
     rows = len(words)
-    as_bytes = words.view(np.uint8).reshape(rows, -1)
     if rows < _PAIR_HISTOGRAM_ROWS or width < 2:
+        as_bytes = words.view(np.uint8).reshape(rows, -1)
         return np.stack([np.bincount(as_bytes[:, j], minlength=256) for j in range(width)])
     pairs = words.view("<u2").reshape(rows, -1)  # column k: bytes 2k (low) and 2k + 1 (high)
     out = np.empty((width + 1, 256), dtype=np.int64)
