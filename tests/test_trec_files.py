@@ -60,9 +60,9 @@ def every_file_ahead(monkeypatch):
     threads: list[str] = []
     real = rt.read_run_table
 
-    def recording(path):
+    def recording(path, stop=None):
         threads.append(threading.current_thread().name)
-        return real(path)
+        return real(path, stop)
 
     monkeypatch.setattr(rt, "read_run_table", recording)
     return threads
@@ -138,7 +138,7 @@ def test_no_worker_when_busy_or_not_worth_it(tmp_path, monkeypatch):
     qrels_path, paths = _track(tmp_path, 3)
     threads: list[str] = []
     real = rt.read_run_table
-    monkeypatch.setattr(rt, "read_run_table", lambda p: threads.append(threading.current_thread().name) or real(p))
+    monkeypatch.setattr(rt, "read_run_table", lambda p, stop=None: threads.append(threading.current_thread().name) or real(p, stop))
     monkeypatch.setattr(rt, "machine_busy", lambda: True)
     monkeypatch.setattr(rt, "worth_reading_ahead", lambda path, any_size=False: True)
     here = [threading.current_thread().name] * 3

@@ -35,6 +35,7 @@ thread.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator, Sequence
 
@@ -58,18 +59,19 @@ _TREC_RUN_COLUMNS = (
 WORKER_NAME = "gpukit-read-ahead"
 
 
-def read_run_table(path: Path) -> ParsedTable:
+def read_run_table(path: Path, stop: threading.Event | None = None) -> ParsedTable:
     """The parsed text of a TREC run file (``qid Q0 docno rank score tag``;
     the rank column is skipped, the rest of a line after the tag ignored):
-    :meth:`gpukit.data.run.Run.from_trec`'s first step, for :meth:`~gpukit.data.run.Run.from_table`."""
-    return read_table(path, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
+    :meth:`gpukit.data.run.Run.from_trec`'s first step, for :meth:`~gpukit.data.run.Run.from_table`.
+    ``stop``: see :func:`~gpukit.data.text_table.read_table`."""
+    return read_table(path, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True, stop=stop)
 
 
-def _read_in_background(path: Path) -> ParsedTable:
+def _read_in_background(path: Path, stop: threading.Event) -> ParsedTable:
     """:func:`read_run_table` on the worker, counted as gpukit background work
     (the calling thread's pools then leave its core to it)."""
     with background_work():
-        return read_run_table(path)
+        return read_run_table(path, stop)
 
 
 def worth_reading_ahead(path: Path, any_size: bool = False) -> bool:
@@ -89,7 +91,7 @@ class RunTexts:
     caller about to do single-threaded work, such as importing torch). The
     first file's parse starts here. Iterate once; iterating to the end,
     closing the iterator, or :meth:`close` stops the worker (a parse under way
-    finishes; one not started is cancelled).
+    ends after the block it is parsing; one not started is cancelled).
     """
 
     def __init__(self, paths: Sequence[Path], read_ahead: bool | None = None, *, first_any_size: bool = False) -> None:
@@ -101,6 +103,8 @@ class RunTexts:
         self._ahead = [read_ahead and worth_reading_ahead(p, any_size=first_any_size and i == 0) for i, p in enumerate(self.paths)]
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=WORKER_NAME) if any(self._ahead) else None
         self._pending: Future | None = None
+        # Set by close(): a parse under way stops before its next block.
+        self._stop = threading.Event()
         self._started = False
         self._submit(0)
 
@@ -113,7 +117,7 @@ class RunTexts:
         """Start parsing file ``index`` on the worker, if it is read ahead."""
         self._pending = None
         if index < len(self.paths) and self._ahead[index]:
-            self._pending = self._pool.submit(_read_in_background, self.paths[index])  # type: ignore[union-attr]
+            self._pending = self._pool.submit(_read_in_background, self.paths[index], self._stop)  # type: ignore[union-attr]
 
     def __iter__(self) -> Iterator[ParsedTable]:
         if self._started:
@@ -133,7 +137,9 @@ class RunTexts:
             self.close()
 
     def close(self) -> None:
-        """Stop the worker: a parse not yet started is cancelled, one under way finishes."""
+        """Stop the worker: a parse not yet started is cancelled, one under way
+        stops after the block it is parsing (its table is dropped)."""
+        self._stop.set()
         if self._pending is not None:
             self._pending.cancel()
             self._pending = None

@@ -46,6 +46,7 @@ import re
 import stat
 import sys
 import tempfile
+import threading
 import weakref
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -58,7 +59,7 @@ import pyarrow.csv as pacsv
 
 from gpukit.data.arrow_numpy import parse_pool, plain_int64, release_arrow_memory, value_offsets
 from gpukit.data.tiny_table import parse_tiny
-from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, echo
+from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, ReadStopped, echo
 
 
 BLOCK_BYTES = 64 << 20
@@ -598,7 +599,12 @@ class _InlineExecutor:
 
 
 def read_table(
-    path: str | os.PathLike, columns: Sequence[Column], what: str, rest_of_line_ignored: bool = False
+    path: str | os.PathLike,
+    columns: Sequence[Column],
+    what: str,
+    rest_of_line_ignored: bool = False,
+    *,
+    stop: threading.Event | None = None,
 ) -> ParsedTable:
     """Read a whitespace-separated table; ``what`` names the format in errors.
 
@@ -619,6 +625,10 @@ def read_table(
     that is not a regular file is read once into a temporary file first (see
     :func:`_spool`); a directory, a missing or unreadable path is an error
     naming it.
+
+    ``stop``: once set, the read ends before its next block with
+    :class:`~gpukit.errors.ReadStopped` (a read on another thread whose
+    table is no longer wanted; at most the block being parsed is finished).
     """
     source = os.fspath(path)
     spooled: str | None = None
@@ -642,7 +652,7 @@ def read_table(
             with stream:
                 spooled = _spool(stream, source)
     try:
-        table = _read_file(source, spooled or source, columns, what, rest_of_line_ignored)
+        table = _read_file(source, spooled or source, columns, what, rest_of_line_ignored, stop)
     except BaseException:
         if spooled:
             _remove(spooled)
@@ -688,7 +698,9 @@ def _read_tiny(source: str, file: str, columns: Sequence[Column], rest_of_line_i
     return ParsedTable(source, columns_out, rows, [(0, size, 1, rows)], opener)
 
 
-def _read_file(source: str, file: str, columns: Sequence[Column], what: str, rest_of_line_ignored: bool) -> ParsedTable:
+def _read_file(
+    source: str, file: str, columns: Sequence[Column], what: str, rest_of_line_ignored: bool, stop: threading.Event | None = None
+) -> ParsedTable:
     """:func:`read_table` of the regular file ``file``; ``source`` names it in errors."""
     tiny = _read_tiny(source, file, columns, rest_of_line_ignored)
     if tiny is not None:
@@ -804,6 +816,8 @@ def _read_file(source: str, file: str, columns: Sequence[Column], what: str, res
             reader = _buffered_blocks(fh, buffer_hint + 1)
         del inflated  # the reader holds the text while it yields views of it
         while True:
+            if stop is not None and stop.is_set():
+                raise ReadStopped(source)
             try:
                 item = next(reader, None)
             except (OSError, EOFError, zlib.error, _LineTooLong) as exc:  # zlib.error: a damaged deflate stream

@@ -33,7 +33,7 @@ def read_trec_files(
     :class:`RunTexts` started earlier (``read_ahead`` is then its own), as
     ``gpukit eval`` does before importing torch. Consume the iterator to the
     end, or close it (``it.close()``, or leave a ``for`` loop), to stop the
-    worker; it finishes the file it is parsing.
+    worker; it stops the file it is parsing after the block under way.
     """
     if isinstance(run_paths, RunTexts):
         texts = run_paths
