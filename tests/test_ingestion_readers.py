@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import random
+import sys
 import zlib
 from pathlib import Path
 
@@ -527,6 +528,21 @@ def test_gzip_read_is_the_same_whatever_the_buffer_hint(tmp_path, monkeypatch, h
     assert_run_matches(gpukit.Run.from_trec(path), entries)
 
 
+def test_member_inflater_is_isal_where_installed_else_zlib(monkeypatch):
+    """ISA-L's inflater where python-isal imports, zlib's where it does not."""
+    pytest.importorskip("isal")
+    from isal import isal_zlib
+
+    tt.member_inflater.cache_clear()
+    try:
+        assert tt.member_inflater() is isal_zlib
+        tt.member_inflater.cache_clear()
+        monkeypatch.setitem(sys.modules, "isal", None)  # makes the import fail
+        assert tt.member_inflater() is zlib
+    finally:
+        tt.member_inflater.cache_clear()
+
+
 def _run_or_error(path) -> tuple:
     try:
         run = gpukit.Run.from_trec(path)
@@ -535,10 +551,23 @@ def _run_or_error(path) -> tuple:
     return ("run", run.query_id_list(), run.to_dict())
 
 
-@pytest.mark.parametrize("damage", ["none", "truncate", "flip", "garbage", "zeros", "members", "empty member", "name and comment"])
-def test_gzip_inflated_in_one_call_reads_as_the_gzip_module_streams(tmp_path, monkeypatch, damage):
-    """A gzip file inflated whole by zlib (one clean member) gives the run, and
-    any other file the error, that the gzip module's stream gives."""
+def _inflaters() -> list:
+    """The modules ``text_table.member_inflater`` may return: zlib, and ISA-L's where installed."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return [zlib]
+    return [zlib, isal_zlib]
+
+
+@pytest.mark.parametrize("inflate", _inflaters(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "damage", ["none", "truncate", "flip", "garbage", "zeros", "members", "empty member", "name and comment", "crc", "length"]
+)
+def test_gzip_inflated_in_one_call_reads_as_the_gzip_module_streams(tmp_path, monkeypatch, damage, inflate):
+    """A gzip file inflated whole in one call (one clean member), by zlib or
+    by ISA-L, gives the run, and any other file the error, that the gzip
+    module's stream gives."""
     rng = random.Random(11)
     entries = random_run_entries(rng, 30, 40)
     fields = [[q, "Q0", d, str(i + 1), repr(s), "tag"] for i, (q, d, s) in enumerate(entries)]
@@ -561,9 +590,14 @@ def test_gzip_inflated_in_one_call_reads_as_the_gzip_module_streams(tmp_path, mo
         body = deflated.compress(text) + deflated.flush()
         packed = (b"\x1f\x8b\x08\x18" + b"\x00" * 4 + b"\x00\x03" + b"run.txt\x00" + b"a comment\x00" + body
                   + zlib.crc32(text).to_bytes(4, "little") + len(text).to_bytes(4, "little"))
+    elif damage == "crc":  # the trailer's CRC-32 of a clean deflate stream
+        packed = packed[:-8] + bytes([packed[-8] ^ 0x01]) + packed[-7:]
+    elif damage == "length":  # the trailer's length (ISIZE)
+        packed = packed[:-4] + bytes([packed[-4] ^ 0x01]) + packed[-3:]
     path = tmp_path / "run.txt.gz"
     path.write_bytes(packed)
     monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0)  # the block reader, with the real block size
+    monkeypatch.setattr(tt, "member_inflater", lambda: inflate)
     used: list[bool] = []
     real = tt._inflated_whole
     monkeypatch.setattr(tt, "_inflated_whole", lambda p, hint: used.append(real(p, hint) is not None) or real(p, hint))

@@ -38,6 +38,7 @@ turns them into integer codes.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import mmap
@@ -503,13 +504,30 @@ def _mapped_blocks(mapped: mmap.mmap | bytes):
         offset = cut
 
 
+@functools.cache
+def member_inflater():
+    """The module whose ``decompressobj`` inflates a whole gzip member in
+    :func:`_inflated_whole`: ISA-L's (python-isal's ``isal_zlib``, a
+    dependency on the platforms it has wheels for), which inflates about 2.6
+    times as fast as zlib on a TREC run (docs/benchmarks.md, "Eleventh
+    pass"); zlib where it is not installed. Both take zlib's API and check the
+    member's CRC-32 and length; any error of either sends the file to the
+    gzip module's stream, so what is accepted, and every error, are the same
+    whichever inflates."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return zlib
+    return isal_zlib
+
+
 def _inflated_whole(path: str, text_hint: int) -> bytes | None:
     """The text of a gzip file of one member that fits one block, inflated
-    by one zlib call; None for any other file, which is then streamed
+    by one call (:func:`member_inflater`); None for any other file, which is then streamed
     through the gzip module (several members, zero padding or other bytes
     after the member, a damaged or truncated stream, more than ``BLOCK_BYTES``
-    of text: its errors, and what it accepts, stay the gzip module's). zlib
-    checks the member's header, CRC-32 and length as the gzip module does.
+    of text: its errors, and what it accepts, stay the gzip module's). The
+    inflater checks the member's header, CRC-32 and length as the gzip module does.
 
     Why: the gzip module inflates 8 KiB of input per call, taking Python's
     GIL back between calls, so on a worker thread (:mod:`gpukit.data.run_texts`)
@@ -520,10 +538,11 @@ def _inflated_whole(path: str, text_hint: int) -> bytes | None:
         return None
     with open(path, "rb") as fh:
         packed = fh.read()
-    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)  # gzip wrapper
+    inflate = member_inflater()
+    inflater = inflate.decompressobj(inflate.MAX_WBITS | 16)  # gzip wrapper
     try:
         text = inflater.decompress(packed, BLOCK_BYTES)
-    except zlib.error:
+    except inflate.error:
         return None
     if not inflater.eof or inflater.unused_data or inflater.unconsumed_tail:
         return None
