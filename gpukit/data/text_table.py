@@ -224,8 +224,31 @@ def text_size_hint(path: str | os.PathLike) -> int | None:
 
 def _opener_for(path: str) -> Callable[[], io.BufferedIOBase]:
     if _is_gzip(path):
-        return lambda: gzip.open(path, "rb")  # type: ignore[return-value]
+        return lambda: open_gzip(path)
     return lambda: open(path, "rb")
+
+
+def open_gzip(path: str) -> io.BufferedIOBase:
+    """A gzip file's text as a stream: python-isal's ``igzip`` where installed
+    (ISA-L; about twice the gzip module's speed: docs/benchmarks.md, "Eleventh
+    pass"), else the gzip module. Both read several members and zero padding
+    after the last one, check each member's CRC-32 and length, and give the
+    same text before any error. Two differences: a header whose optional
+    CRC-16 (FHCRC) is wrong is refused by igzip and let through by the gzip
+    module, and the words of some errors differ (bytes after the last member:
+    "Compressed file ended before the end-of-stream marker was reached"
+    against "Not a gzipped file")."""
+    if member_inflater() is zlib:
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    from isal import igzip
+
+    return igzip.open(path, "rb")  # type: ignore[return-value]
+
+
+def gzip_errors() -> tuple[type[BaseException], ...]:
+    """What reading a damaged gzip file may raise, whichever module inflates
+    (ISA-L's inflate error is not a ``zlib.error``)."""
+    return (OSError, EOFError, zlib.error, member_inflater().error)
 
 
 def _normalise(block: bytes) -> bytes:
@@ -508,12 +531,12 @@ def _mapped_blocks(mapped: mmap.mmap | bytes):
 def member_inflater():
     """The module whose ``decompressobj`` inflates a whole gzip member in
     :func:`_inflated_whole`: ISA-L's (python-isal's ``isal_zlib``, a
-    dependency on the platforms it has wheels for), which inflates about 2.6
-    times as fast as zlib on a TREC run (docs/benchmarks.md, "Eleventh
+    dependency on the platforms it has wheels for), which inflates a TREC
+    run two to three times as fast as zlib (docs/benchmarks.md, "Eleventh
     pass"); zlib where it is not installed. Both take zlib's API and check the
     member's CRC-32 and length; any error of either sends the file to the
-    gzip module's stream, so what is accepted, and every error, are the same
-    whichever inflates."""
+    stream (:func:`open_gzip`, by the same library), so what is accepted, and
+    every error, are the stream's."""
     try:
         from isal import isal_zlib
     except ImportError:
@@ -523,11 +546,12 @@ def member_inflater():
 
 def _inflated_whole(path: str, text_hint: int) -> bytes | None:
     """The text of a gzip file of one member that fits one block, inflated
-    by one call (:func:`member_inflater`); None for any other file, which is then streamed
-    through the gzip module (several members, zero padding or other bytes
-    after the member, a damaged or truncated stream, more than ``BLOCK_BYTES``
-    of text: its errors, and what it accepts, stay the gzip module's). The
-    inflater checks the member's header, CRC-32 and length as the gzip module does.
+    by one call (:func:`member_inflater`); None for any other file, which is
+    then streamed (:func:`open_gzip`: several members, zero padding or other
+    bytes after the member, a damaged or truncated stream, more than
+    ``BLOCK_BYTES`` of text; its errors, and what it accepts, stay the
+    stream's). The inflater checks the member's header, CRC-32 and length as
+    the stream does.
 
     Why: the gzip module inflates 8 KiB of input per call, taking Python's
     GIL back between calls, so on a worker thread (:mod:`gpukit.data.run_texts`)
@@ -712,7 +736,7 @@ def _read_tiny(source: str, file: str, columns: Sequence[Column], rest_of_line_i
     if parsed is None:
         return None
     arrays, rows = parsed
-    opener: Callable[[], io.BufferedIOBase] = (lambda: gzip.open(file, "rb")) if gzipped else (lambda: open(file, "rb"))  # type: ignore[assignment, return-value]
+    opener: Callable[[], io.BufferedIOBase] = (lambda: open_gzip(file)) if gzipped else (lambda: open(file, "rb"))
     columns_out = {name: pa.chunked_array([array]) for name, array in arrays.items()}
     return ParsedTable(source, columns_out, rows, [(0, size, 1, rows)], opener)
 
@@ -839,7 +863,7 @@ def _read_file(
                 raise ReadStopped(source)
             try:
                 item = next(reader, None)
-            except (OSError, EOFError, zlib.error, _LineTooLong) as exc:  # zlib.error: a damaged deflate stream
+            except (*gzip_errors(), _LineTooLong) as exc:  # zlib's or ISA-L's error: a damaged deflate stream
                 if pending is not None:
                     collect(pending)  # an error in an earlier block comes first
                 if isinstance(exc, _LineTooLong):
