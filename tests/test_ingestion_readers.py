@@ -669,6 +669,32 @@ def test_gzip_stream_by_isal_reads_as_the_gzip_module(tmp_path, monkeypatch, dam
         assert_run_matches(gpukit.Run.from_trec(path), entries)
 
 
+@pytest.mark.parametrize("inflate", _inflaters(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("damage", GZIP_DAMAGE)
+def test_tiny_gzip_reads_as_the_block_reader(tmp_path, monkeypatch, damage, inflate):
+    """A small gzip file, which the tiny reader inflates on its own, gives
+    the run or the error that the block reader gives, with either library
+    (a wrong header CRC-16 was read by the tiny path's gzip module and
+    refused by igzip's stream)."""
+    rng = random.Random(13)
+    entries = [(f"q{q}", f"d{d}", round(rng.uniform(-10, 10), 3)) for q in range(8) for d in rng.sample(range(100), 12)]
+    text = "".join(f"{q} Q0 {d} {i + 1} {s!r} tag\n" for i, (q, d, s) in enumerate(entries)).encode()  # ASCII: the tiny parser takes it
+    path = tmp_path / "run.txt.gz"
+    path.write_bytes(_damaged_gzip(text, damage))
+    monkeypatch.setattr(tt, "member_inflater", lambda: inflate)
+    monkeypatch.setattr(tt, "TINY_INPUT_BYTES", max(tt.TINY_INPUT_BYTES, 1 << 17))  # the tiny reader on (whatever the strategy)
+    assert tt.GZIP_TEXT_FACTOR * len(path.read_bytes()) < tt.TINY_INPUT_BYTES and len(text) < tt.TINY_INPUT_BYTES
+    tiny_used: list[bool] = []
+    real = tt.parse_tiny
+    monkeypatch.setattr(tt, "parse_tiny", lambda *a: tiny_used.append(real(*a) is not None) or real(*a))
+    small = _run_or_error(path)
+    monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0)
+    blocks = _run_or_error(path)
+    assert small == blocks
+    if damage in ("none", "name and comment", "header crc", "extra field"):
+        assert small[0] == "run" and tiny_used[0]
+
+
 def test_member_inflater_is_isal_where_installed_else_zlib(tmp_path, monkeypatch):
     """ISA-L's inflater and stream where python-isal imports, zlib's and the
     gzip module's where it does not."""

@@ -238,11 +238,18 @@ def open_gzip(path: str) -> io.BufferedIOBase:
     module, and the words of some errors differ (bytes after the last member:
     "Compressed file ended before the end-of-stream marker was reached"
     against "Not a gzipped file")."""
+    return _gzip_library().open(path, "rb")
+
+
+def _gzip_library():
+    """python-isal's ``igzip`` where installed (it then inflates one-call
+    reads too: :func:`member_inflater`), else the gzip module; the two share
+    ``open`` and ``GzipFile``."""
     if member_inflater() is zlib:
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return gzip
     from isal import igzip
 
-    return igzip.open(path, "rb")  # type: ignore[return-value]
+    return igzip
 
 
 def gzip_errors() -> tuple[type[BaseException], ...]:
@@ -719,9 +726,9 @@ def _read_tiny(source: str, file: str, columns: Sequence[Column], rest_of_line_i
             if gzipped:
                 if GZIP_TEXT_FACTOR * size >= cap:
                     return None
-                with gzip.GzipFile(fileobj=io.BytesIO(text), mode="rb") as stream:
+                with _gzip_library().GzipFile(fileobj=io.BytesIO(text), mode="rb") as stream:
                     text = stream.read(cap + 1)
-    except (OSError, EOFError, zlib.error):
+    except gzip_errors():
         return None
     if len(text) > cap:
         return None
