@@ -171,7 +171,9 @@ def _is_data_line(line: bytes) -> bool:
     return bool(stripped) and not stripped.startswith(b"#")
 
 
-def _is_gzip(path: str) -> bool:
+def is_gzip(path: str) -> bool:
+    """Whether ``path`` holds gzip data: told by its first two bytes (the
+    magic number), as every reader here decides, whatever the file's name."""
     with open(path, "rb") as fh:
         return fh.read(2) == _GZIP_MAGIC
 
@@ -217,13 +219,13 @@ def text_size_hint(path: str | os.PathLike) -> int | None:
     try:
         if not stat.S_ISREG(os.stat(source).st_mode):
             return None
-        return _text_bytes(source, _is_gzip(source))
+        return _text_bytes(source, is_gzip(source))
     except OSError:
         return None
 
 
 def _opener_for(path: str) -> Callable[[], io.BufferedIOBase]:
-    if _is_gzip(path):
+    if is_gzip(path):
         return lambda: open_gzip(path)
     return lambda: open(path, "rb")
 
@@ -777,7 +779,7 @@ def _read_file(
         null_values=[],
     )
     parse = pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True)
-    gzipped = _is_gzip(file)
+    gzipped = is_gzip(file)
     size_hint = _text_bytes(file, gzipped)
     small = size_hint < SMALL_INPUT_BYTES
     read = pacsv.ReadOptions(column_names=[c.name for c in columns], use_threads=not small, block_size=4 << 20)

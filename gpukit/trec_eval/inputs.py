@@ -2,13 +2,13 @@
 tag it prints as ``runid``, and the ``-Z`` z-score file."""
 from __future__ import annotations
 
-import gzip
 import os
 import sys
 import tempfile
 
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
+from gpukit.data.text_table import is_gzip, open_gzip
 from gpukit.errors import GpukitError, TrecEvalError
 from gpukit.trec_eval.options import Options, c_atof
 
@@ -18,39 +18,79 @@ MISSING_ZSCORE = -1000000.0
 _UNDEF_EXIT = 255
 
 
+#: Bytes read at a time when looking for a run file's last result line.
+TAG_CHUNK_BYTES = 1 << 16
+
+
 def run_tag(path: str) -> str:
     """The tag (6th field) of the last result line of a run file, as trec_eval's runid.
 
     trec_eval stores one tag pointer for the whole file, overwritten by every
     line, so the tag it prints is the last line's. Comment (``#``) and blank
-    lines are skipped. Plain files are read backwards from the end.
+    lines are skipped; lines end at LF, CR or CRLF, and are decoded as UTF-8
+    with bad bytes replaced. Plain files are read backwards from the end;
+    gzip files (told by their magic bytes, as the readers tell them) are
+    inflated through in chunks, by the readers' library
+    (:func:`gpukit.data.text_table.open_gzip`).
     """
-    if path.endswith(".gz"):
-        last = ""
-        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.strip() and not line.lstrip().startswith("#"):
-                    last = line
-        return _tag_of(last)
+    if is_gzip(path):
+        return _tag_of(_last_result_line_of_stream(path) or "")
     with open(path, "rb") as f:
         f.seek(0, os.SEEK_END)
         end = f.tell()
         tail = b""
-        step = 1 << 16
         while True:
-            start = max(0, end - step)
+            start = max(0, end - TAG_CHUNK_BYTES)
             f.seek(start)
             tail = f.read(end - start) + tail
             end = start
-            lines = tail.splitlines()
             # The first line of the block may be partial unless we reached the file's start.
-            candidates = lines if start == 0 else lines[1:]
-            for line in reversed(candidates):
-                text = line.decode("utf-8", errors="replace")
-                if text.strip() and not text.lstrip().startswith("#"):
-                    return _tag_of(text)
+            found = _last_result_line(tail, 0 if start == 0 else _after_first_break(tail), len(tail))
+            if found is not None:
+                return _tag_of(found)
             if start == 0:
                 return ""
+
+
+def _after_first_break(data: bytes) -> int:
+    """Where the line after ``data``'s first CR or LF starts (``len(data)`` if it has none)."""
+    breaks = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
+    return min(breaks) + 1 if breaks else len(data)
+
+
+def _last_result_line(data: bytes, begin: int, end: int) -> str | None:
+    """The last line of ``data[begin:end]`` that is neither blank nor a
+    comment, decoded; None if none is. Found from the end without splitting
+    the rest into lines. Cutting at every CR and every LF leaves an empty
+    piece inside a CRLF, and an empty piece is blank: the lines that count
+    are those of ``splitlines``."""
+    while end > begin:
+        start = max(data.rfind(b"\n", begin, end), data.rfind(b"\r", begin, end), begin - 1) + 1
+        text = data[start:end].decode("utf-8", errors="replace")
+        if text.strip() and not text.lstrip().startswith("#"):
+            return text
+        end = start - 1
+    return None
+
+
+def _last_result_line_of_stream(path: str) -> str | None:
+    """The last result line (see :func:`_last_result_line`) of a gzip file's
+    text, read forwards chunk by chunk: each chunk's complete lines (cut
+    after its last CR or LF) are searched from the end, the unfinished line
+    carried into the next."""
+    last = None
+    carry = b""
+    with open_gzip(path) as stream:
+        while True:
+            chunk = stream.read(TAG_CHUNK_BYTES)
+            data = carry + chunk
+            cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1 if chunk else len(data)
+            found = _last_result_line(data, 0, cut)
+            if found is not None:
+                last = found
+            carry = data[cut:]
+            if not chunk:
+                return last
 
 
 def _tag_of(line: str) -> str:
