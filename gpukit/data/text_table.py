@@ -224,8 +224,10 @@ def text_size_hint(path: str | os.PathLike) -> int | None:
         return None
 
 
-def _opener_for(path: str) -> Callable[[], io.BufferedIOBase]:
-    if is_gzip(path):
+def _opener_for(path: str, gzipped: bool) -> Callable[[], io.BufferedIOBase]:
+    """Opens ``path``'s text again (to count lines for an error): through
+    :func:`open_gzip` if it is gzip data (:func:`is_gzip`), else as it is."""
+    if gzipped:
         return lambda: open_gzip(path)
     return lambda: open(path, "rb")
 
@@ -745,7 +747,7 @@ def _read_tiny(source: str, file: str, columns: Sequence[Column], rest_of_line_i
     if parsed is None:
         return None
     arrays, rows = parsed
-    opener: Callable[[], io.BufferedIOBase] = (lambda: open_gzip(file)) if gzipped else (lambda: open(file, "rb"))
+    opener = _opener_for(file, gzipped)
     columns_out = {name: pa.chunked_array([array]) for name, array in arrays.items()}
     return ParsedTable(source, columns_out, rows, [(0, size, 1, rows)], opener)
 
@@ -758,7 +760,7 @@ def _read_file(
     if tiny is not None:
         return tiny
     try:
-        opener = _opener_for(file)
+        gzipped = is_gzip(file)
     except OSError as exc:
         raise InputFormatError(source, None, f"cannot open: {exc.strerror or exc}") from None
     wanted = [c.name for c in columns if c.kind != "skip"]
@@ -779,7 +781,7 @@ def _read_file(
         null_values=[],
     )
     parse = pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True)
-    gzipped = is_gzip(file)
+    opener = _opener_for(file, gzipped)
     size_hint = _text_bytes(file, gzipped)
     small = size_hint < SMALL_INPUT_BYTES
     read = pacsv.ReadOptions(column_names=[c.name for c in columns], use_threads=not small, block_size=4 << 20)
