@@ -184,7 +184,10 @@ def report_of(ranking, parsed: Sequence[Measure], conv: Convention, run_name: st
     """The Report of ``parsed`` over a formed ranking (any ranking form whose
     families' kernels read it: RankedJudgments, PrefsRanking...)."""
     values = compute_measures(ranking, parsed)
-    masks = [values[m][1] if conv.omit_undefined else torch.ones_like(values[m][1]) for m in parsed]
+    if conv.omit_undefined or not parsed:
+        masks = [values[m][1] for m in parsed]
+    else:  # every query counts: one all-True mask serves every measure
+        masks = [torch.ones_like(values[parsed[0]][1])] * len(parsed)
     built = MeasureResult.build_all(
         parsed,
         [values[m][0] for m in parsed],

@@ -85,6 +85,12 @@ class RankedJudgments:
         """(T,) number of judged documents with grade >= ``rel`` (retrieved or not)."""
         return self._cached(("num_relevant", rel), lambda: row_counts(self.ideal >= rel))
 
+    def has_relevant(self, rel: int) -> torch.Tensor:
+        """(T, 1) bool: the topic has a judged document with grade >= ``rel``
+        (R > 0), the defined-mask of R, AP, Rprec...; a column, so that each
+        measure's mask is a broadcast view of this one tensor."""
+        return self._cached(("has_relevant", rel), lambda: (self.num_relevant(rel) > 0)[:, None])
+
     def num_judged(self) -> torch.Tensor:
         return row_counts(self.ideal >= 0)
 
@@ -312,15 +318,20 @@ def _rank_rows(
     the join's topic set (``None``: all of them, in order)."""
     device = codes_of_rows.device
     n = codes_of_rows.shape[0] if take is None else take.numel()
-    grades = torch.empty((n, width), dtype=torch.int32, device=device)
-    num_ret = torch.empty(n, dtype=torch.int64, device=device)
+    slices = list(row_slices(n, codes_of_rows.shape[1]))
+    # One slice (up to ROW_SLICE_ELEMENTS, the usual case): its own fresh
+    # results are the outputs, with no preallocated tensors to copy them into.
+    single = len(slices) == 1
+    if not single:
+        grades = torch.empty((n, width), dtype=torch.int32, device=device)
+        num_ret = torch.empty(n, dtype=torch.int64, device=device)
     # Run rows are stored in ranking order for their own score precision;
     # comparing in a narrower one (float32) can create ties, and only rows
     # that are then out of order are re-sorted. ``scores_of_rows`` is given
     # (a getter: reading may copy them to the device) only in that case.
     all_scores = None if scores_of_rows is None else scores_of_rows()
     # Slices of rows bound the temporaries (sort values and int64 indices).
-    for rows in row_slices(n, codes_of_rows.shape[1]):
+    for rows in slices:
         scores = None
         if take is None:
             codes = codes_of_rows[rows]
@@ -335,12 +346,17 @@ def _rank_rows(
                 scores = all_scores.index_select(0, safe).to(score_dtype)
         with search_threads(codes.numel(), device):  # the join's binary searches pay for a pool
             joined = join(codes, rows if positions is None else positions[rows])
-        num_ret[rows] = row_counts(codes >= 0)
+        counts = row_counts(codes >= 0)
         if scores is not None:
             bad = unranked_rows(codes, scores)
             if bad.numel():
                 joined[bad] = joined[bad].gather(1, ranking_permutation(codes[bad], scores[bad]))
-        grades[rows] = joined[:, :width]
+        if single:  # joined is a fresh int32 tensor of this function's
+            grades = joined if joined.shape[1] == width else joined[:, :width].contiguous()
+            num_ret = counts
+        else:
+            num_ret[rows] = counts
+            grades[rows] = joined[:, :width]
         del codes, scores, joined
     if max_depth is not None:
         num_ret.clamp_(max=max_depth)
@@ -505,23 +521,22 @@ def _per_topic_table(
     width = max(int(counts.max()) if len(t) else 0, 1)
     if len(topics) * width > 4 * len(t) + (1 << 20):
         return None
-    slot = _padded_slots(t, counts, width)
-    table = np.full(len(topics) * width, pad, dtype=np.int64)
-    table[slot] = doc_codes
-    grade_table = np.full(len(topics) * width, NOT_JUDGED, dtype=np.int32)
-    grade_table[slot] = grades
-    return table.reshape(len(topics), width), grade_table.reshape(len(topics), width)
+    filled = _filled_cells(counts, width)
+    table = np.full((len(topics), width), pad, dtype=np.int64)
+    table[filled] = doc_codes
+    grade_table = np.full((len(topics), width), NOT_JUDGED, dtype=np.int32)
+    grade_table[filled] = grades
+    return table, grade_table
 
 
-def _padded_slots(t: np.ndarray, counts: np.ndarray, width: int) -> np.ndarray:
-    """Flat index into a (topics, ``width``) row-major table of each entry of
-    ``t`` (topic indices, ascending), placed in its topic's row in order;
-    ``counts`` are the entries per topic. One 1-D scatter into the flat
-    table then costs about half a 2-D ``table[t, pos]`` one."""
-    starts = np.cumsum(counts) - counts
-    slot = np.arange(len(t), dtype=np.int64)
-    slot += (t * width) - starts[t]
-    return slot
+def _filled_cells(counts: np.ndarray, width: int) -> np.ndarray:
+    """(topics, ``width``) bool: the first ``counts[i]`` cells of row i.
+
+    Entries sorted by topic (and in order within it) fill these cells in
+    row-major order, so ``table[_filled_cells(...)] = values`` places each
+    in its topic's row, in order: one pass over the table, several times
+    cheaper than computing and scattering a flat index per entry."""
+    return np.arange(width)[None, :] < counts[:, None]
 
 
 def _ideal_grades(qrels: Qrels, topics: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -536,32 +551,49 @@ def _ideal_grades(qrels: Qrels, topics: np.ndarray, device: torch.device) -> tor
     if len(t) and (int(t.min()) < 0 or lowest < 0):  # something to leave out (else no copies)
         keep = (t >= 0) & (g >= 0)
         t, g = t[keep], g[keep]
-    t, g = _by_topic_then_grade_desc(t, g, len(topics))
-    counts = np.bincount(t, minlength=len(topics))
-    width = max(int(counts.max()) if len(t) else 0, 1)
-    ideal = np.full(len(topics) * width, -1, dtype=np.int32)
-    ideal[_padded_slots(t, counts, width)] = g
-    return torch.from_numpy(ideal.reshape(len(topics), width)).to(device)
+    ideal = _ideal_by_counting(t, g, len(topics))
+    if ideal is None:
+        t, g = _by_topic_then_grade_desc(t, g)
+        counts = np.bincount(t, minlength=len(topics))
+        width = max(int(counts.max()) if len(t) else 0, 1)
+        ideal = np.full((len(topics), width), -1, dtype=np.int32)
+        ideal[_filled_cells(counts, width)] = g
+    return torch.from_numpy(ideal).to(device)
 
 
-def _by_topic_then_grade_desc(t: np.ndarray, g: np.ndarray, n_topics: int) -> tuple[np.ndarray, np.ndarray]:
-    """(topic, grade) pairs ordered by topic ascending, grade descending (0 <= g < 2**31).
-
-    Grades take few distinct values, so the order is usually built by counting
-    (a histogram per topic, then repeats): linear, no sort. Otherwise one direct
-    sort of packed keys.
-    """
+def _ideal_by_counting(t: np.ndarray, g: np.ndarray, n_topics: int) -> np.ndarray | None:
+    """The (T, L) ideal table of judged (topic, grade) pairs (0 <= g < 2**31),
+    built from a histogram per topic when grades take few distinct values
+    (the usual case): row i is each grade, highest first, repeated as often
+    as topic i has it, then -1 up to the width L. That is one ``np.repeat``
+    of the histogram: linear, with no sort and no per-pair index. None when
+    the histograms would be larger than the pairs."""
     top = int(g.max()) if len(g) else 0
-    if top < (1 << 16):
-        present = np.flatnonzero(np.bincount(g, minlength=top + 1))
-        n_grades = len(present)
-        if n_topics * n_grades <= 4 * len(g) + (1 << 20):
-            rank = np.zeros(top + 1, dtype=np.int64)
-            rank[present[::-1]] = np.arange(n_grades)  # rank 0 = highest grade
-            counts = np.bincount(t * n_grades + rank[g], minlength=n_topics * n_grades)
-            t_sorted = np.repeat(np.arange(n_topics, dtype=np.int64), counts.reshape(n_topics, n_grades).sum(1))
-            g_sorted = np.repeat(np.tile(present[::-1].astype(np.int64), n_topics), counts)
-            return t_sorted, g_sorted
+    if top >= (1 << 16):
+        return None
+    present = np.flatnonzero(np.bincount(g, minlength=top + 1))
+    n_grades = len(present)
+    if n_topics * n_grades > 4 * len(g) + (1 << 20):
+        return None
+    rank = np.zeros(top + 1, dtype=np.int64)
+    rank[present[::-1]] = np.arange(n_grades)  # rank 0 = highest grade
+    counts = np.bincount(t * n_grades + rank[g], minlength=n_topics * n_grades).reshape(n_topics, n_grades)
+    judged = counts.sum(1)
+    width = max(int(judged.max()) if n_topics else 0, 1)
+    # Per topic, n_grades + 1 runs: each grade (highest first) and the padding.
+    lengths = np.empty((n_topics, n_grades + 1), dtype=np.int64)
+    lengths[:, :n_grades] = counts
+    lengths[:, n_grades] = width - judged
+    values = np.empty(n_grades + 1, dtype=np.int32)
+    values[:n_grades] = present[::-1]
+    values[n_grades] = -1
+    return np.repeat(np.tile(values, n_topics), lengths.reshape(-1)).reshape(n_topics, width)
+
+
+def _by_topic_then_grade_desc(t: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(topic, grade) pairs ordered by topic ascending, grade descending
+    (0 <= g < 2**31), by one direct sort of packed keys (grades with too many
+    distinct values for :func:`_ideal_by_counting`)."""
     key = (t << 32) | ((2**31 - 1) - g)
     key.sort()
     return key >> 32, (2**31 - 1) - (key & 0xFFFFFFFF)

@@ -236,6 +236,8 @@ class MeasureResult:
         host = torch.cat([stacked, stacked_mask.to(stacked.dtype)]).cpu()  # the one transfer
         host_values, host_mask = host[: len(measures)], host[len(measures):].bool()
         totals, counts = _row_totals(host_values, host_mask, aggregates)
+        # Each measure's row as a view, by one op per table rather than one per row.
+        rows, row_masks = per_query.unbind(0), stacked_mask.unbind(0)
         out = []
         for i, (m, conv, aggregate) in enumerate(zip(measures, conventions, aggregates)):
             evaluated, total = counts[i], totals[i]
@@ -245,7 +247,7 @@ class MeasureResult:
                 value = total / evaluated if evaluated else float("nan")
                 if aggregate == "gmean" and evaluated:
                     value = math.exp(value)
-            out.append(cls(m, per_query[i], stacked_mask[i], value, evaluated, host_values.shape[1] - evaluated, conv, aggregate))
+            out.append(cls(m, rows[i], row_masks[i], value, evaluated, host_values.shape[1] - evaluated, conv, aggregate))
         return out
 
     @property

@@ -14,21 +14,27 @@ import gpukit
 from gpukit import ranking
 
 
-def _random_qrels(rng: random.Random) -> gpukit.Qrels:
+#: Grades of the random qrels: a few small ones (the ideal table is built by
+#: counting) or some of 2**16 and above too (by sorting).
+GRADES = {"few": [-2, -1, 0, 0, 1, 2, 7], "wide": [-2, -1, 0, 0, 1, 2, 7, 65536, 70001, 2**31 - 2]}
+
+
+def _random_qrels(rng: random.Random, grades: str = "few") -> gpukit.Qrels:
     rows = {}
     for q in range(rng.randrange(1, 9)):
         for _ in range(rng.choice([0, 1, 3, 40])):
-            rows[(f"q{q}", f"LA{rng.randrange(10**6):06d}-{rng.randrange(100):02d}")] = rng.choice([-2, -1, 0, 0, 1, 2, 7])
+            rows[(f"q{q}", f"LA{rng.randrange(10**6):06d}-{rng.randrange(100):02d}")] = rng.choice(GRADES[grades])
     if not rows:
         rows[("q0", "LA000000-00")] = 1
     (qids, dids), grades = zip(*rows.keys()), list(rows.values())
     return gpukit.Qrels.from_arrays(list(qids), list(dids), grades)
 
 
+@pytest.mark.parametrize("grades", sorted(GRADES))
 @pytest.mark.parametrize("seed", range(40))
-def test_join_table_and_ideal_grades_match_plain_python(seed):
+def test_join_table_and_ideal_grades_match_plain_python(seed, grades):
     rng = random.Random(seed)
-    qrels = _random_qrels(rng)
+    qrels = _random_qrels(rng, grades)
     n = qrels.num_queries
     topics = np.array(sorted(rng.sample(range(n), rng.randrange(1, n + 1))), dtype=np.int64)
     by_topic = {int(t): [] for t in topics}

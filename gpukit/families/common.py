@@ -21,7 +21,7 @@ def always(values: torch.Tensor) -> torch.Tensor:
 
 def needs_relevant(r: "RankedJudgments", m: "Measure", values: torch.Tensor) -> torch.Tensor:
     """Defined where the query has a relevant document (R > 0)."""
-    return (r.num_relevant(m.rel) > 0)[:, None].expand_as(values)
+    return r.has_relevant(m.rel).expand_as(values)
 
 
 def describe_binary(m: "Measure") -> dict[str, str]:

@@ -35,6 +35,8 @@ def _hits_at(rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None) -> 
         return prefix_at(hits, cutoffs).to(torch.float64)
     q, width = rel.shape
     cols = [row_counts(rel[:, : (width if k is None else min(int(k), width))]) for k in cutoffs]
+    if len(cols) == 1:  # a view, not a stacked copy, before the widening copy
+        return cols[0][:, None].to(torch.float64)
     return torch.stack(cols, dim=1).to(torch.float64) if cols else rel.new_zeros((q, 0), dtype=torch.float64)
 
 
@@ -93,11 +95,20 @@ def first_relevant_rank(rel: torch.Tensor) -> torch.Tensor:
 def reciprocal_rank(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     """RR@k = 1 / rank of the first relevant document if it is within k, else 0."""
     rel = truncate(rel, cutoffs)
-    first = first_relevant_rank(rel).to(torch.float64)[:, None]
-    # "None" is K + 1, so capping each cutoff at K keeps a cutoff beyond the
-    # longest ranking from counting that sentinel.
-    hit = first <= _k(rel, cutoffs, high=rel.shape[1])
-    return torch.where(hit, 1.0 / first, torch.zeros_like(first))
+    q, width = rel.shape
+    if width == 0:
+        return torch.zeros((q, len(cutoffs)), dtype=torch.float64, device=rel.device)
+    # As first_relevant_rank: argmax finds the first maximum, and a row
+    # without a relevant document (its maximum, False, at column 0) is told
+    # apart by reading that entry.
+    first = torch.argmax(rel.view(torch.uint8), dim=1, keepdim=True)
+    rank = (first + 1).to(torch.float64)
+    hit = rel.gather(1, first)  # (Q, 1): a relevant document in the (truncated) ranking
+    if any(k is not None and int(k) < width for k in cutoffs):  # a cutoff stops short of it
+        hit = hit & (rank <= _k(rel, cutoffs))
+    elif len(cutoffs) > 1:
+        hit = hit.expand(q, len(cutoffs))
+    return torch.where(hit, rank.reciprocal(), 0.0)
 
 
 def average_precision(
@@ -133,9 +144,9 @@ def _sparse_precision_sums(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     between. Work is proportional to the relevant documents, not to Q x K.
     """
     q, width = rel.shape
-    out = torch.zeros((q, len(cutoffs)), dtype=torch.float64)
+    out = np.zeros((q, len(cutoffs)), dtype=np.float64)
     if width == 0 or q == 0:
-        return out
+        return torch.from_numpy(out)
     flat = np.flatnonzero(rel.contiguous().numpy().reshape(-1))  # row-major: ranks ascend within a row
     row = flat // width
     col = flat - row * width
@@ -145,11 +156,11 @@ def _sparse_precision_sums(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     term = j.astype(np.float64) / (col + 1).astype(np.float64)
     for c, k in enumerate(cutoffs):
         if k is None or int(k) >= width:
-            out[:, c] = torch.from_numpy(np.bincount(row, weights=term, minlength=q))
+            out[:, c] = np.bincount(row, weights=term, minlength=q)
         else:
             keep = col < int(k)
-            out[:, c] = torch.from_numpy(np.bincount(row[keep], weights=term[keep], minlength=q))
-    return out
+            out[:, c] = np.bincount(row[keep], weights=term[keep], minlength=q)
+    return torch.from_numpy(out)
 
 
 def r_precision(rel: torch.Tensor, num_rel: torch.Tensor, hits: torch.Tensor | None = None) -> torch.Tensor:

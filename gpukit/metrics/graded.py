@@ -68,9 +68,9 @@ def ideal_gains(judged_grades: torch.Tensor, gain: Gain) -> torch.Tensor:
     ``RankedJudgments.ideal`` is); linear and exponential gains keep that
     order, so only a custom mapping needs a sort.
     """
-    g = gains(judged_grades, gain).clamp_(min=0.0)
-    if isinstance(gain, tuple):
-        g = torch.sort(g, dim=1, descending=True).values
+    g = gains(judged_grades, gain)  # linear and exponential gains of grades clamped at 0 are >= 0
+    if isinstance(gain, tuple):  # a custom gain may be negative
+        g = torch.sort(g.clamp_(min=0.0), dim=1, descending=True).values
     return g
 
 
