@@ -111,3 +111,20 @@ class DeviceOpCounter(TorchDispatchMode):
         if inputs - {"cpu"} and "cpu" in outputs:
             self.device_to_host += 1
         return out
+
+
+def meta_ranking(q: int, k: int, judged: int):
+    """A RankedJudgments of ``q`` topics, ``k`` ranks and ``judged`` ideal
+    grades on the meta device (shapes only): what the kernels' device
+    branches read."""
+    from gpukit.ranking import RankedJudgments
+
+    meta = torch.device("meta")
+    return RankedJudgments(
+        query_ids=[""] * q,
+        grades=torch.empty((q, k), dtype=torch.int32, device=meta),
+        num_ret=torch.empty(q, dtype=torch.int64, device=meta),
+        ideal=torch.empty((q, judged), dtype=torch.int32, device=meta),
+        in_run=torch.empty(q, dtype=torch.bool, device=meta),
+        run_queries_not_in_qrels=0,
+    )

@@ -15,27 +15,14 @@ import torch
 import gpukit
 from gpukit.evaluation import compute_measures
 from gpukit.measures import parse_measures
-from gpukit.ranking import RankedJudgments
 from gpukit.report import MeasureResult
-from op_budget import DeviceOpCounter
+from op_budget import DeviceOpCounter, meta_ranking
 
 SIX = ["nDCG@10", "P@10", "R@100", "RR@10", "AP", "Rprec"]
 
 
-def _meta_ranking(q: int, k: int, judged: int) -> RankedJudgments:
-    meta = torch.device("meta")
-    return RankedJudgments(
-        query_ids=[""] * q,
-        grades=torch.empty((q, k), dtype=torch.int32, device=meta),
-        num_ret=torch.empty(q, dtype=torch.int64, device=meta),
-        ideal=torch.empty((q, judged), dtype=torch.int32, device=meta),
-        in_run=torch.empty(q, dtype=torch.bool, device=meta),
-        run_queries_not_in_qrels=0,
-    )
-
-
 def test_evaluate_kernels_fit_the_op_budget_without_syncs():
-    ranking = _meta_ranking(10_000, 1000, 300)
+    ranking = meta_ranking(10_000, 1000, 300)
     measures = parse_measures(SIX)
     compute_measures(ranking, measures)  # the first call per device copies the discount table there
     with DeviceOpCounter() as count:
@@ -48,10 +35,10 @@ def test_op_count_does_not_grow_with_the_ranking_depth():
     """The old device path launched one kernel per rank; now the count is O(1) in K."""
     measures = parse_measures(SIX + ["nDCG", "Bpref", "DCG@500"])
     counts = []
-    compute_measures(_meta_ranking(64, 100_000, 50), measures)  # discount table, once per device
+    compute_measures(meta_ranking(64, 100_000, 50), measures)  # discount table, once per device
     for k in (10, 1000, 100_000):
         with DeviceOpCounter() as count:
-            compute_measures(_meta_ranking(64, k, 50), measures)
+            compute_measures(meta_ranking(64, k, 50), measures)
         counts.append(count.total)
     assert counts[0] == counts[1] == counts[2], counts
 
