@@ -141,19 +141,40 @@ def test_scores_laid_out_from_several_parsed_chunks(tmp_path, layouts, monkeypat
     assert gpukit_rankings(run) == reference(lines, "first")
 
 
-def test_nan_score_in_a_later_chunk_names_its_line(tmp_path, monkeypatch):
+def small_blocks(monkeypatch) -> None:
+    """Read files in blocks of 512 bytes (many score chunks), never by the tiny reader."""
     import gpukit.data.text_table as tt
 
     monkeypatch.setattr(tt, "BLOCK_BYTES", 512)
     monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0, raising=False)
-    lines = grouped_lines(random.Random(5), 20, True, repeats=False)
-    bad = len(lines) - 10
-    lines[bad] = (lines[bad][0], lines[bad][1], float("nan"))
-    lines[bad + 4] = (lines[bad + 4][0], lines[bad + 4][1], float("nan"))
-    path = tmp_path / "run.txt"
-    write_run(path, lines)
-    with pytest.raises(InputFormatError, match=rf"run.txt:{bad + 1}: score is NaN"):
+
+
+def assert_first_nan_named(path, lines: list[tuple[str, str, float]], rows: list[int]) -> None:
+    """With NaN scores at ``rows`` (ascending), reading the run names the first one's line."""
+    with_nans = [(q, d, float("nan") if i in rows else s) for i, (q, d, s) in enumerate(lines)]
+    write_run(path, with_nans)
+    with pytest.raises(InputFormatError, match=rf"run.txt:{rows[0] + 1}: score is NaN"):
         Run.from_trec(path)
+
+
+def test_nan_score_in_a_later_chunk_names_its_line(tmp_path, monkeypatch):
+    small_blocks(monkeypatch)
+    lines = grouped_lines(random.Random(5), 20, True, repeats=False)
+    assert_first_nan_named(tmp_path / "run.txt", lines, [len(lines) - 10, len(lines) - 6])
+
+
+@pytest.mark.parametrize("tiny", [False, True])
+def test_nan_score_in_an_interleaved_file_names_its_line(tmp_path, monkeypatch, tiny):
+    """Queries' lines not contiguous: the scores are made one flat array for
+    the layout, chunk by chunk, and the first NaN is still the one named."""
+    if not tiny:
+        small_blocks(monkeypatch)
+    rng = random.Random(9)
+    lines = [(str(rng.choice([3, 7, 11])), f"D{i}", round(rng.uniform(-5, 5), 3)) for i in range(120)]
+    path = tmp_path / "run.txt"
+    assert_first_nan_named(path, lines, [90, 97])
+    write_run(path, lines)
+    assert gpukit_rankings(Run.from_trec(path)) == reference(lines, "first")
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -165,15 +165,12 @@ class Run:
         # A grouped file's query ids stay runs (no code per line): its layout needs no more.
         q_rows, q_vocab = string_codes_or_runs(table.columns.pop("query_id"))
         release_arrow_memory(table.num_rows)
-        if isinstance(q_rows, CodeRuns) and q_rows.each_code_once():
-            # The parsed scores stay Arrow chunks until they are laid out (no flat copy).
-            score_column = table.columns.pop("score")
-            chunks = score_column.chunks if isinstance(score_column, pa.ChunkedArray) else [score_column]
-            scores = [ParsedScores(chunks, source, table.line_of)]
-            del score_column, chunks
-        else:
-            scores = [ParsedScores.flat(table.columns, source, table.line_of)]
-            release_arrow_memory(table.num_rows)
+        # The parsed scores stay Arrow chunks until they are laid out, or made
+        # one flat array chunk by chunk where the layout needs one (_from_flat).
+        score_column = table.columns.pop("score")
+        chunks = score_column.chunks if isinstance(score_column, pa.ChunkedArray) else [score_column]
+        scores = [ParsedScores(chunks, source, table.line_of)]
+        del score_column, chunks
         d_codes, d_space = doc_keys(table.columns.pop("doc_id"), radix=True)
         release_arrow_memory(table.num_rows)
         run_name = name if name is not None else os.path.basename(source)
@@ -601,13 +598,6 @@ class ParsedScores:
         self._rows = sum(len(c) for c in self._chunks)
         self.source, self.line_of = source, line_of
 
-    @classmethod
-    def flat(cls, columns: dict, source: str, line_of) -> np.ndarray:
-        """The ``"score"`` column popped from ``columns`` as one float64 array, NaN checked."""
-        scores = _pop_to_numpy(columns, "score", np.float64)
-        cls._check(scores, 0, source, line_of)
-        return scores
-
     @staticmethod
     def _check(values: np.ndarray, first_row: int, source: str, line_of) -> None:
         nan = np.flatnonzero(np.isnan(values))
@@ -629,6 +619,9 @@ class ParsedScores:
             del values
 
     def to_flat(self) -> np.ndarray:
+        """Every row's score as one float64 array, NaN checked, filled chunk by
+        chunk: each chunk is dropped once copied, so a full Arrow column and a
+        full NumPy copy are never both alive."""
         out = np.empty(self._rows, dtype=np.float64)
         for at, values in self.pieces():
             out[at : at + len(values)] = values
@@ -702,22 +695,6 @@ def _lay_out(pieces, n_queries: int, width: int, group_q: np.ndarray, place: np.
             out[group_q[first_whole:after_whole]] = whole.reshape(-1, width)
         if end % width:  # the head of a row that the next piece ends
             out[group_q[after_whole], : end % width] = values[after_whole * width - at :]
-    return out
-
-
-def _pop_to_numpy(columns: dict, name: str, dtype) -> np.ndarray:
-    """Pop a chunked numeric column as one array, freeing each chunk once
-    copied (no moment with both a full Arrow and a full NumPy copy alive)."""
-    column = columns.pop(name)
-    chunks = column.chunks
-    del column
-    out = np.empty(sum(len(c) for c in chunks), dtype=dtype)
-    at = 0
-    while chunks:
-        chunk = chunks.pop(0)
-        out[at : at + len(chunk)] = numpy_values(chunk)
-        at += len(chunk)
-        del chunk
     return out
 
 
