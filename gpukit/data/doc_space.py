@@ -122,10 +122,7 @@ class RadixIds:
 
     @classmethod
     def of(cls, plan: KeyPlan) -> "RadixIds":
-        present = np.zeros((plan.width, 256), dtype=bool)
-        for pos, symbols in enumerate(plan.symbols):
-            present[pos, symbols] = True
-        return cls(plan, plan.width.to_bytes(2, "little") + np.packbits(present).tobytes())
+        return cls(plan, plan.width.to_bytes(2, "little") + np.packbits(plan.present).tobytes())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RadixIds) and other.token == self.token

@@ -31,33 +31,47 @@ def translate_radix_keys(source: KeyPlan, target: KeyPlan, keys: np.ndarray) -> 
     (tests/test_radix_translate.py compares them on random alphabets).
     """
     keys = np.asarray(keys, dtype=np.int64).view(np.uint64)
+    width = max(source.width, target.width)
+    # Every (position, byte value) that source ids hold, position by position;
+    # past the source's width only the zero padding.
+    symbols = [source.symbols[pos] if pos < source.width else _NO_SYMBOLS for pos in range(width)]
+    radix = [len(s) for s in symbols]
+    first = np.cumsum([0] + radix[:-1])
+    position = np.repeat(np.arange(width), radix)
+    byte = np.concatenate(symbols)
+    # Whether the target holds each of them (past its width: only the
+    # padding), and what it adds to a target key: all positions' tables in
+    # one pass, not a few small passes per position.
+    held = np.zeros((width, 256), dtype=bool)
+    held[: target.width] = target.present
+    held[target.width :, 0] = True
+    fits = held[position, byte]
+    rank = np.zeros((width, 256), dtype=np.uint64)
+    rank[: target.width] = target.lut
+    weight = np.zeros(width, dtype=np.uint64)
+    for pos, w in target.segments[0]:
+        weight[pos] = w
+    contribution = rank[position, byte] * weight[position]
+    all_fit = np.logical_and.reduceat(fits, first).tolist()
     rest = keys.copy()  # the source digits not yet read: the caller's keys stay as they are
     out = np.zeros(len(keys), dtype=np.uint64)
     ok: np.ndarray | None = None  # None: every id expressible so far
     constant = 0  # target contribution of the positions where every source id has one byte
     source_weights = dict(source.segments[0])
-    target_weights = dict(target.segments[0])
-    for pos in range(max(source.width, target.width)):
-        symbols = source.symbols[pos] if pos < source.width else _NO_SYMBOLS
-        if pos < target.width:
-            present = np.zeros(256, dtype=bool)
-            present[target.symbols[pos]] = True
-            fits = present[symbols]
-            contribution = target.lut[pos][symbols] * np.uint64(target_weights.get(pos, 0))
-        else:  # past the target's width only zero padding is expressible
-            fits = symbols == 0
-            contribution = np.zeros(len(symbols), dtype=np.uint64)
+    for pos in range(width):
+        lo, hi = int(first[pos]), int(first[pos]) + radix[pos]
         if pos not in source_weights:  # one byte value here in every source id
-            if not bool(fits[0]):
+            if not all_fit[pos]:
                 return np.full(len(keys), -1, dtype=np.int64)
-            constant += int(contribution[0])
+            constant += int(contribution[lo])
             continue
-        weight = np.uint64(source_weights[pos])
-        digit = rest // weight
-        rest -= digit * weight
-        out += contribution[digit]
-        if not bool(fits.all()):
-            ok = fits[digit] if ok is None else ok & fits[digit]
+        w = np.uint64(source_weights[pos])
+        digit = rest // w
+        rest -= digit * w
+        out += contribution[lo:hi][digit]
+        if not all_fit[pos]:
+            fit = fits[lo:hi][digit]
+            ok = fit if ok is None else ok & fit
     out += np.uint64(constant)
     result = out.view(np.int64)
     if ok is not None:

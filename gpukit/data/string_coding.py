@@ -130,6 +130,7 @@ class KeyPlan:
     bits: list[int]  # bits needed by each segment's values
     sources: list[ByteRows]  # byte matrices of each chunk list given to _plan_keys
     symbols: list[np.ndarray]  # byte values present at each position, ascending (0 = padding)
+    present: np.ndarray  # (width, 256) bool: the byte values present at each position
 
 
 def key_width(chunks: list[pa.Array]) -> int | None:
@@ -229,7 +230,7 @@ def _plan_keys(chunk_lists: Sequence[list[pa.Array]], capacities: Sequence[int])
     values = (np.flatnonzero(present) & 0xFF).astype(np.uint8)
     ends = np.cumsum(radix).tolist()
     symbols = [values[end - r : end] for end, r in zip(ends, radix.tolist())]
-    return KeyPlan(width, lut, segments, bits, sources, symbols)
+    return KeyPlan(width, lut, segments, bits, sources, symbols, present)
 
 
 def _segment_keys(plan: KeyPlan, which: int, segment: int) -> np.ndarray:
@@ -644,9 +645,7 @@ def plan_keys_of(plan: KeyPlan, column: pa.Array | pa.ChunkedArray) -> np.ndarra
     weights = dict(plan.segments[0])
     for pos in range(plan.width):
         column_bytes = matrix[:, pos]
-        present = np.zeros(256, dtype=bool)
-        present[plan.symbols[pos]] = True
-        ok &= present[column_bytes]
+        ok &= plan.present[pos][column_bytes]
         if pos in weights:
             keys += plan.lut[pos].take(column_bytes) * np.uint64(weights[pos])
     out = keys.view(np.int64)
