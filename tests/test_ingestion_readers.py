@@ -550,6 +550,14 @@ GZIP_DAMAGE = ["none", "truncate", "flip", "garbage", "zeros", "members", "empty
                "header only", "zeros then garbage", "one byte after", "half a magic after", "trailer cut"]
 
 
+def _member(header: bytes, text: bytes) -> bytes:
+    """A gzip member written by hand: ``header`` (all before the deflate
+    data), ``text`` deflated, then the trailer (CRC-32 and length)."""
+    deflated = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = deflated.compress(text) + deflated.flush()
+    return header + body + zlib.crc32(text).to_bytes(4, "little") + len(text).to_bytes(4, "little")
+
+
 def _damaged_gzip(text: bytes, damage: str) -> bytes:
     """``text`` gzipped, then put through ``damage`` (one of GZIP_DAMAGE)."""
     packed = gzip.compress(text, mtime=0)
@@ -566,24 +574,16 @@ def _damaged_gzip(text: bytes, damage: str) -> bytes:
     elif damage == "empty member":
         packed += gzip.compress(b"", mtime=0)
     elif damage == "name and comment":  # FNAME and FCOMMENT header fields (flags 0x18), as `gzip -N` writes
-        deflated = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-        body = deflated.compress(text) + deflated.flush()
-        packed = (b"\x1f\x8b\x08\x18" + b"\x00" * 4 + b"\x00\x03" + b"run.txt\x00" + b"a comment\x00" + body
-                  + zlib.crc32(text).to_bytes(4, "little") + len(text).to_bytes(4, "little"))
+        packed = _member(b"\x1f\x8b\x08\x18" + b"\x00" * 4 + b"\x00\x03" + b"run.txt\x00" + b"a comment\x00", text)
     elif damage in ("header crc", "bad header crc"):  # FHCRC (flag 0x02): a CRC-16 of the header follows it
-        deflated = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-        body = deflated.compress(text) + deflated.flush()
         header = b"\x1f\x8b\x08\x02" + b"\x00" * 4 + b"\x00\x03"
         check = (zlib.crc32(header) & 0xFFFF) ^ (damage == "bad header crc")
-        packed = (header + check.to_bytes(2, "little") + body
-                  + zlib.crc32(text).to_bytes(4, "little") + len(text).to_bytes(4, "little"))
+        packed = _member(header + check.to_bytes(2, "little"), text)
     elif damage in ("extra field", "reserved flag", "method 7"):  # FEXTRA (0x04); flag 0x20 (reserved); method 7 (not deflate)
-        deflated = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-        body = deflated.compress(text) + deflated.flush()
         header = {"extra field": b"\x1f\x8b\x08\x04" + b"\x00" * 4 + b"\x00\x03" + b"\x04\x00abcd",
                   "reserved flag": b"\x1f\x8b\x08\x20" + b"\x00" * 4 + b"\x00\x03",
                   "method 7": b"\x1f\x8b\x07\x00" + b"\x00" * 4 + b"\x00\x03"}[damage]
-        packed = header + body + zlib.crc32(text).to_bytes(4, "little") + len(text).to_bytes(4, "little")
+        packed = _member(header, text)
     elif damage == "empty file":
         packed = b""
     elif damage == "header only":
