@@ -9,12 +9,19 @@ Times, alternating in one process (median of ``--repeats`` rounds after
   ``gpukit.evaluate`` dispatch (recorded once with a ``TorchDispatchMode``,
   then replayed as bare ``OpOverload`` calls: the dispatcher's cost with no
   Python around it);
+* the ranking stage's tables (the (T, K) grades and (T, L) ideal grades the
+  kernels read) built from the two files' bytes outside gpukit, unchecked:
+  by the fewest NumPy calls found, and by Python per line
+  (bench/tiny_tables.py; both are first checked equal to gpukit's);
 * gpukit's whole file -> means (six measures, trec_eval convention);
 * pytrec_eval's whole file -> means (``parse_qrel``, ``RelevanceEvaluator``,
   ``parse_run``, ``evaluate``, the means), the anchor of issue 16's CACM target.
 
 The first two together are a floor for this design (text reader + torch
-kernels); the rest of gpukit's time is Python and NumPy between them.
+kernels); the rest of gpukit's time is Python and NumPy between them. The
+tables' builders bound that rest from below: the bytes-to-tables work of
+this evaluation, with none of gpukit's checks, no Qrels or Run of their own
+and no report, costs at least their time on top of the torch ops.
 
     python bench/bench_tiny_floor.py --repeats 101
 """
@@ -26,10 +33,12 @@ import statistics
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path[:0] = [REPO, HERE]
 
 import pytrec_eval  # noqa: E402
+import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import gpukit  # noqa: E402
@@ -37,6 +46,8 @@ from gpukit.data import text_table  # noqa: E402
 from gpukit.data.qrels import _TREC_QRELS_COLUMNS, Qrels  # noqa: E402
 from gpukit.data.run import _TREC_RUN_COLUMNS, Run  # noqa: E402
 from gpukit.measures import parse_measures  # noqa: E402
+from gpukit.ranking import form_ranking  # noqa: E402
+from tiny_tables import numpy_tables, python_tables  # noqa: E402
 
 QRELS = os.path.join(REPO, "tests/data/cacm/qrels.cacm.txt")
 RUN = os.path.join(REPO, "tests/data/cacm/run.cacm-bm25.anserini.txt")
@@ -76,6 +87,20 @@ def read_text() -> None:
     text_table.read_table(RUN, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
 
 
+def texts() -> tuple[bytes, bytes]:
+    with open(QRELS, "rb") as q, open(RUN, "rb") as r:
+        return q.read(), r.read()
+
+
+def check_tables() -> None:
+    """Both builders give gpukit's grade and ideal tables (trec_eval convention), or this stops."""
+    ranking = form_ranking(Qrels.from_trec(QRELS), Run.from_trec(RUN), complete=True)
+    for build in (numpy_tables, python_tables):
+        grades, ideal = build(*texts())
+        if not (torch.equal(ranking.grades, torch.from_numpy(grades)) and torch.equal(ranking.ideal, torch.from_numpy(ideal))):
+            raise SystemExit(f"{build.__name__} does not give gpukit's tables")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=101)
@@ -89,7 +114,10 @@ def main() -> None:
         for func, op_args, op_kwargs in ops:
             func(*op_args, **op_kwargs)
 
+    check_tables()
     stages = {"text read (both files)": read_text, f"torch ops replayed ({len(ops)})": replay,
+              "tables by NumPy, unchecked": lambda: numpy_tables(*texts()),
+              "tables by Python, unchecked": lambda: python_tables(*texts()),
               "gpukit file -> means": gpukit_means, "pytrec_eval file -> means": pytrec_means}
     times: dict[str, list[float]] = {name: [] for name in stages}
     for _ in range(args.warmup + args.repeats):
