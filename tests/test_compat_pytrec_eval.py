@@ -99,6 +99,20 @@ def test_float32_score_precision():
     _assert_same(pytrec_eval.RelevanceEvaluator(qrels, names).evaluate(run), compat.RelevanceEvaluator(qrels, names).evaluate(run))
 
 
+def test_scores_beyond_float32_range_tie_as_in_pytrec_eval_without_a_warning():
+    """trec_eval's float holds 1e300 and 1e301 as the same infinity: they tie, then
+    the doc id decides (b before a). The float32 cast is meant: no RuntimeWarning."""
+    qrels = {"q": {"a": 1, "b": 0}}
+    run = {"q": {"a": 1e301, "b": 1e300, "c": -1e300, "d": 2.5}}
+    names = {"recip_rank", "map", "P.1"}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, names).evaluate(run)
+    assert expected["q"]["recip_rank"] == 0.5  # the tie, broken by doc id descending
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = compat.RelevanceEvaluator(qrels, names).evaluate(run)
+    _assert_same(expected, got)
+
+
 def test_name_forms_as_pytrec_eval():
     """Merged roots, '.'/'_' parameters, atol cutoffs, trailing text, ignored parameters."""
     qrels, run = random_collection(5)

@@ -8,10 +8,12 @@ with an inversion (the full sort), and slices mixing them.
 from __future__ import annotations
 
 import random
+import warnings
 
 import pytest
 import torch
 
+import gpukit
 import gpukit.data.run as run_mod
 from gpukit.data.run import rank_rows_inplace
 
@@ -61,3 +63,23 @@ def test_only_tied_rows_keep_untied_entries_in_place():
     c = torch.tensor([[4, 7, 9, 2, 3, 5, -1]])
     rank_rows_inplace(c, s)
     assert c.tolist() == [[4, 9, 7, 2, 5, 3, -1]]
+
+
+@pytest.mark.parametrize("reader", ["from_trec", "from_dict"])
+def test_scores_beyond_float32_range_rank_as_float64_without_a_warning(tmp_path, reader):
+    """Scores past float32's range are valid float64 values: ranked by them (1e301
+    before 1e300, which float32 would tie), and the host ranking's float32 check,
+    which casts them to infinity, warns nothing."""
+    scores = {"b": 1e300, "a": 1e301, "c": -1e300, "d": 2.5, "e": 3.0e38}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if reader == "from_trec":
+            path = tmp_path / "run.txt"
+            path.write_text("".join(f"q Q0 {d} {i} {s!r} tag\n" for i, (d, s) in enumerate(scores.items(), 1)))
+            run = gpukit.Run.from_trec(path)
+        else:
+            run = gpukit.Run.from_dict({"q": scores})
+        ranked = run.to_dict()["q"]
+    expected, _ = reference_row(list(range(len(scores))), list(scores.values()))
+    assert list(ranked) == [list(scores)[i] for i in expected] == ["a", "b", "e", "d", "c"]
+    assert list(ranked.values()) == sorted(scores.values(), reverse=True)

@@ -283,8 +283,10 @@ class RelevanceEvaluator:
         if not len(flat.values):
             # Every ranking is empty: one placeholder row under a query the qrels lack (ignored).
             return Run.from_arrays([_absent_query(self._row)], ["-"], [0.0], name="<pytrec_eval run>")
-        # float32 first: trec_eval keeps scores as float, so its ties are float32 ties.
-        scores = flat.values.astype(np.float32).astype(np.float64)
+        # float32 first: trec_eval keeps scores as float, so its ties are float32 ties
+        # (a score past float32's range is its infinity there too: no warning).
+        with np.errstate(over="ignore"):
+            scores = flat.values.astype(np.float32).astype(np.float64)
         flat = dataclasses.replace(flat, values=scores)
         return Run.from_flat_mapping(flat, name="<pytrec_eval run>")
 

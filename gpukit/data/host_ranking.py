@@ -28,9 +28,12 @@ def float32_exact(scores: np.ndarray) -> bool:
     """Whether every score is a float32 value (the packed sort compares float32 bits)."""
     flat = scores.reshape(-1)
     head = flat[:_PROBE]
-    if not np.array_equal(head.astype(np.float32), head):
-        return False
-    return bool(np.array_equal(flat.astype(np.float32), flat))
+    # A score past float32's range becomes infinity, which differs from it:
+    # the answer is then False, as it should be, and not worth a warning.
+    with np.errstate(over="ignore"):
+        if not np.array_equal(head.astype(np.float32), head):
+            return False
+        return bool(np.array_equal(flat.astype(np.float32), flat))
 
 
 def rank_rows_host(codes: np.ndarray, scores: np.ndarray) -> None:
