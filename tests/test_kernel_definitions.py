@@ -2,8 +2,9 @@
 
 ``safe_divide`` takes a shorter path for count denominators (no clamp, no
 cast), and ``reciprocal_rank`` reads its cutoffs off one argmax (with no
-comparison when no cutoff stops short of the truncated ranking): every
-case of both is checked here value by value, on random inputs.
+comparison when no cutoff stops short of the truncated ranking), the
+argmax ``first_relevant_rank`` shares: every case of the three is checked
+here value by value, on random inputs.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import random
 import pytest
 import torch
 
-from gpukit.metrics.binary import reciprocal_rank
+from gpukit.metrics.binary import first_relevant_rank, reciprocal_rank
 from gpukit.metrics.cutoffs import safe_divide
 
 
@@ -36,6 +37,16 @@ def test_reciprocal_rank_is_its_definition(seed):
     assert got.dtype == torch.float64 and tuple(got.shape) == (q, len(cutoffs))
     want = [[_plain_rr(row, k) for k in cutoffs] for row in rows]
     assert got.tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_first_relevant_rank_is_its_definition(seed):
+    rng = random.Random(seed)
+    q, width = rng.randint(1, 6), rng.choice([0, 1, 2, 5, 12])
+    rows = [[rng.random() < rng.choice([0.0, 0.1, 0.5]) for _ in range(width)] for _ in range(q)]
+    got = first_relevant_rank(torch.tensor(rows, dtype=torch.bool).reshape(q, width))
+    # 1-based rank of the first relevant document; K + 1 when there is none.
+    assert got.tolist() == [next((i for i, relevant in enumerate(row, 1) if relevant), width + 1) for row in rows]
 
 
 def test_reciprocal_rank_past_the_width_with_several_cutoffs():

@@ -79,17 +79,24 @@ def success(rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None = Non
     return (_hits_at(rel, cutoffs, hits) > 0).to(torch.float64)
 
 
+def _first_relevant(rel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """((Q, 1) int64 column of each row's first relevant document, (Q, 1) bool:
+    the row has one) of a (Q, K) relevance mask with K >= 1.
+
+    argmax finds the first maximum; a row without a relevant document has its
+    maximum (False) at column 0, told apart by reading that entry."""
+    first = torch.argmax(rel.view(torch.uint8), dim=1, keepdim=True)
+    return first, rel.gather(1, first)
+
+
 def first_relevant_rank(rel: torch.Tensor) -> torch.Tensor:
     """1-based rank of the first relevant document; K + 1 when there is none."""
     q, width = rel.shape
     if width == 0:
         return torch.ones(q, dtype=torch.int64, device=rel.device)
-    # argmax finds the first maximum; a row without a relevant document has
-    # its maximum (False) at column 0, told apart by reading that entry.
-    first = torch.argmax(rel.view(torch.uint8), dim=1, keepdim=True)
-    found = rel.gather(1, first)[:, 0]
+    first, found = _first_relevant(rel)
     first = first[:, 0] + 1
-    return torch.where(found, first, torch.full_like(first, width + 1))
+    return torch.where(found[:, 0], first, torch.full_like(first, width + 1))
 
 
 def reciprocal_rank(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
@@ -98,12 +105,8 @@ def reciprocal_rank(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     q, width = rel.shape
     if width == 0:
         return torch.zeros((q, len(cutoffs)), dtype=torch.float64, device=rel.device)
-    # As first_relevant_rank: argmax finds the first maximum, and a row
-    # without a relevant document (its maximum, False, at column 0) is told
-    # apart by reading that entry.
-    first = torch.argmax(rel.view(torch.uint8), dim=1, keepdim=True)
+    first, hit = _first_relevant(rel)  # hit: a relevant document in the (truncated) ranking
     rank = (first + 1).to(torch.float64)
-    hit = rel.gather(1, first)  # (Q, 1): a relevant document in the (truncated) ranking
     if any(k is not None and int(k) < width for k in cutoffs):  # a cutoff stops short of it
         hit = hit & (rank <= _k(rel, cutoffs))
     elif len(cutoffs) > 1:
