@@ -220,13 +220,13 @@ def parser_comparison(run_path, repeats):
     """Parse a run (text only, then with integer ids), gpukit's reader against pandas' C engine."""
     import pandas as pd
 
-    from gpukit.data.doc_space import doc_keys
-    from gpukit.data.run import _TREC_RUN_COLUMNS
-    from gpukit.data.string_coding import string_codes
-    from gpukit.data.text_table import read_table
+    from gpukit.io.doc_space import doc_keys
+    from gpukit.data.run import TREC_RUN_COLUMNS
+    from gpukit.io.string_coding import string_codes
+    from gpukit.io.text_table import read_table
 
     def arrow_read():
-        return read_table(run_path, _TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
+        return read_table(run_path, TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
 
     def gpukit_ids():
         table = arrow_read()

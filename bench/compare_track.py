@@ -5,11 +5,8 @@ R@100, RR@10, AP, Rprec; pytrec_eval is timed with ``recip_rank``, RR@10 is
 checked untimed on the runs cut to trec_eval's top 10), trec_eval convention:
 
 * gpukit       ``gpukit.read_trec_files(qrels, runs)``, then per run
-               ``evaluate``, as ``gpukit eval QRELS RUN1 ... RUNn`` does: the
-               qrels' derived data is reused across runs, and while the machine
-               is not busy a worker thread parses the next run's text meanwhile;
-* in turn      the same with ``read_ahead=False``: ``Qrels.from_trec`` once, then
-               per run ``Run.from_trec`` + ``evaluate`` on the calling thread;
+               ``evaluate``, as ``gpukit eval QRELS RUN1 ... RUNn`` does (the
+               qrels' derived data is reused across runs);
 * pytrec_eval  ``pytrec_eval.parse_qrel`` + one ``RelevanceEvaluator``, then per
                run ``pytrec_eval.parse_run`` + ``evaluate`` + the means.
 
@@ -44,7 +41,6 @@ from gen_track import write_track  # noqa: E402
 
 import gpukit  # noqa: E402
 from gpukit.measures import parse_measures  # noqa: E402
-from gpukit.threads import machine_busy  # noqa: E402
 
 MEASURES = ["nDCG@10", "P@10", "R@100", "RR@10", "AP", "Rprec"]
 PYTREC = {"ndcg_cut_10": "nDCG@10", "P_10": "P@10", "recall_100": "R@100", "map": "AP", "Rprec": "Rprec"}
@@ -53,21 +49,15 @@ DL19_QRELS = "/work/shared/data/trec_dl_qrels/qrels.dl19-passage.txt"
 TOLERANCE = 1e-6
 
 
-def gpukit_means(qrels_path: str, run_paths: list[str], read_ahead: bool | None = None) -> list[dict[str, float]]:
-    """``gpukit.read_trec_files`` (as ``gpukit eval`` reads its files; ``read_ahead``
-    None: its default, a worker thread while the machine is not busy) + ``evaluate``."""
+def gpukit_means(qrels_path: str, run_paths: list[str]) -> list[dict[str, float]]:
+    """``gpukit.read_trec_files`` (as ``gpukit eval`` reads its files) + ``evaluate``."""
     parsed = parse_measures(MEASURES)
-    qrels, runs = gpukit.read_trec_files(qrels_path, run_paths, read_ahead=read_ahead)
+    qrels, runs = gpukit.read_trec_files(qrels_path, run_paths)
     out = []
     for run in runs:
         report = gpukit.evaluate(qrels, run, parsed, convention="trec_eval")
         out.append({m: report[m].mean for m in MEASURES})
     return out
-
-
-def gpukit_means_in_turn(qrels_path: str, run_paths: list[str]) -> list[dict[str, float]]:
-    """One file after the other on the calling thread (no read-ahead)."""
-    return gpukit_means(qrels_path, run_paths, read_ahead=False)
 
 
 def _text(path: str):
@@ -100,24 +90,24 @@ def pytrec_rr10(qrels_path: str, run_path: str) -> float:
     return statistics.fmean(v["recip_rank"] for v in values)
 
 
-def compare(name: str, qrels_path: str, run_paths: list[str], repeats: int) -> tuple[float, float, float, float]:
-    """(gpukit median s, gpukit in turn median s, pytrec_eval median s, largest
-    mean difference); the three alternate, first round dropped."""
-    times: dict[str, list[float]] = {"gpukit": [], "in_turn": [], "pytrec_eval": []}
+def compare(name: str, qrels_path: str, run_paths: list[str], repeats: int) -> tuple[float, float, float]:
+    """(gpukit median s, pytrec_eval median s, largest mean difference); the
+    two alternate, first round dropped."""
+    times: dict[str, list[float]] = {"gpukit": [], "pytrec_eval": []}
     results = {}
     for _ in range(repeats + 1):
-        for tool, fn in (("gpukit", gpukit_means), ("in_turn", gpukit_means_in_turn), ("pytrec_eval", pytrec_means)):
+        for tool, fn in (("gpukit", gpukit_means), ("pytrec_eval", pytrec_means)):
             gc.collect()
             t0 = time.perf_counter()
             results[tool] = fn(qrels_path, run_paths)
             times[tool].append(time.perf_counter() - t0)
     worst = 0.0
-    for ours, in_turn, theirs in zip(results["gpukit"], results["in_turn"], results["pytrec_eval"]):
+    for ours, theirs in zip(results["gpukit"], results["pytrec_eval"]):
         for measure in PYTREC.values():
-            worst = max(worst, abs(ours[measure] - theirs[measure]), abs(in_turn[measure] - theirs[measure]))
+            worst = max(worst, abs(ours[measure] - theirs[measure]))
     # RR@10 on the first run only (the check parses the run twice more, untimed).
     worst = max(worst, abs(results["gpukit"][0]["RR@10"] - pytrec_rr10(qrels_path, run_paths[0])))
-    return (*(statistics.median(times[t][1:]) for t in ("gpukit", "in_turn", "pytrec_eval")), worst)  # type: ignore[return-value]
+    return statistics.median(times["gpukit"][1:]), statistics.median(times["pytrec_eval"][1:]), worst
 
 
 def main() -> int:
@@ -140,13 +130,13 @@ def main() -> int:
         cases.append(("CACM BM25 (Anserini)", *CACM))
         if os.path.exists(DL19_QRELS):
             cases.append(("TREC DL19 passage + synthetic 1000/query run", DL19_QRELS, [write_run_over_qrels(workdir, DL19_QRELS)]))
-    print(f"load average {os.getloadavg()[0]:.2f}; gpukit reads ahead: {not machine_busy()}")
-    print(f"{'data':<48} {'gpukit s':>9} {'in turn s':>10} {'pytrec_eval s':>14} {'ratio':>7} {'in turn':>8} {'max |diff|':>11}")
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    print(f"{'data':<48} {'gpukit s':>9} {'pytrec_eval s':>14} {'ratio':>7} {'max |diff|':>11}")
     failed = False
     for name, qrels_path, run_paths in cases:
-        ours, in_turn, theirs, worst = compare(name, qrels_path, run_paths, args.repeats)
+        ours, theirs, worst = compare(name, qrels_path, run_paths, args.repeats)
         failed |= worst > TOLERANCE
-        print(f"{name:<48} {ours:9.4f} {in_turn:10.4f} {theirs:14.4f} {theirs / ours:7.2f} {theirs / in_turn:8.2f} {worst:11.2e}", flush=True)
+        print(f"{name:<48} {ours:9.4f} {theirs:14.4f} {theirs / ours:7.2f} {worst:11.2e}", flush=True)
     print(f"load average {os.getloadavg()[0]:.2f}")
     if failed:
         print(f"means differ from pytrec_eval by more than {TOLERANCE}", file=sys.stderr)

@@ -7,8 +7,13 @@ writes, deterministically for a given seed,
   judgments per topic (800..1,200), grades 0/1/2 (mostly 0, as in pooled
   TREC judgments), each topic's lines sorted by docno as NIST ships them;
 * ``run<NN>.track<T>x<K>.s<seed>.txt[.gz]``: ``topic Q0 docno rank score tag``,
-  ``depth`` distinct documents per topic ranked by score descending, scores
-  with 4 decimals (so some ties occur).
+  ``depth`` distinct documents per topic, written as real systems write
+  them (TREC 2003 Robust runs, e.g. ``303\tQ0\tLA071090-0047\t0\t49.19109429178723\tInexpC2``):
+  tab-separated (every fourth run with single spaces, every seventh with
+  mixed tabs and runs of spaces), ranks from 0 or 1, scores printed at
+  full precision (``repr``) or, in every third run, to 4 decimals (so some
+  ties occur), and every fifth run unsorted (each topic's lines by docno,
+  as some systems print them).
 
 Every file draws its document ids from one collection vocabulary of
 ``max(250_000, 2,000 x topics)`` ids in the styles of TREC disks 4 and 5
@@ -105,13 +110,19 @@ def write_track(
         if os.path.exists(path):
             continue
         noise = 0.6 + 0.05 * r  # later runs are a little worse
+        sep = "  \t " if r % 7 == 6 else " " if r % 4 == 3 else "\t"
+        first_rank = r % 2
         lines = []
         for t, topic in enumerate(topics):
             view = truth[t] + rng.normal(scale=noise, size=_NEIGHBOURHOOD)
             top = np.argsort(-view, kind="stable")[:depth]
-            scores = np.round(view[top] * 3.0 + 20.0, 4)
+            raw = (view[top] * 3.0 + 20.0).tolist()
+            texts = [f"{v:.4f}" for v in raw] if r % 3 == 2 else [repr(v) for v in raw]
             docs = ids[hoods[t][top]]
-            lines.extend(f"{topic} Q0 {d} {k} {s:.4f} sys{r:02d}\n" for k, (d, s) in enumerate(zip(docs, scores), start=1))
+            rows = [sep.join((topic, "Q0", d, str(k), v, f"sys{r:02d}")) + "\n" for k, (d, v) in enumerate(zip(docs, texts), start=first_rank)]
+            if r % 5 == 4:
+                rows = [rows[i] for i in np.argsort(docs.astype(str), kind="stable")]
+            lines.extend(rows)
         _write_text(path, lines, gzip_file=gzip_runs)
     return qrels_path, run_paths
 

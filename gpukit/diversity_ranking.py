@@ -25,7 +25,7 @@ import torch
 
 from gpukit.data.run import Run
 from gpukit.data.subtopic_qrels import SubtopicQrels
-from gpukit.data.string_coding import lookup_codes, string_codes
+from gpukit.io.string_coding import lookup_codes, string_codes
 from gpukit.metrics.diversity import GreedyIdeal
 from gpukit.prefs_ranking import _group_index, form_judgment_group_ranking
 from gpukit.ranking import NOT_JUDGED

@@ -92,10 +92,3 @@ class TrecEvalError(GpukitError):
         self.lines = list(lines)
         self.exit_code = exit_code
         super().__init__("; ".join(self.lines))
-
-
-class ReadStopped(Exception):
-    """Raised by :func:`gpukit.data.text_table.read_table` when its ``stop``
-    event is set: the read was abandoned between two blocks because its
-    caller no longer wants the table (the read-ahead worker of a command
-    that failed). Not a :class:`GpukitError`: no user sees it."""

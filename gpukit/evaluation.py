@@ -19,7 +19,6 @@ from gpukit.errors import GpukitError, MeasureError
 from gpukit.measures import Measure, MeasureLike, parse_measures
 from gpukit.ranking import RankedJudgments, RankingParts, form_ranking_parts
 from gpukit.report import MeasureResult, Report, describe_conventions
-from gpukit.threads import threads_for
 
 #: Ranking inputs an ordinary qrels does not provide, and the API that does.
 SEPARATE_INPUTS = {"prefs": "gpukit.evaluate_prefs", "judgment_groups": "gpukit.evaluate_judgment_groups",
@@ -119,13 +118,9 @@ def evaluate(
     parsed = parse_measures(measures, rel=relevance_level)
     check_ranking_inputs(parsed, "qrels")
     run, target = place_run(run, device)
-    # Small rankings run with one intra-op thread (the pool costs more than it
-    # saves on them); the caller's count is back when this returns or raises.
     # In parts of similar depth: memory bounded by the input, however lopsided.
-    work = sum(block.doc_codes.numel() for block in run.row_blocks())
-    with threads_for(work, target):
-        ranking = form_ranking_parts(qrels, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
-        return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
+    ranking = form_ranking_parts(qrels, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
+    return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
 
 
 def resolve_convention(convention: str | Convention, complete: bool | None) -> Convention:

@@ -1,10 +1,9 @@
 """Integer keys of float32 scores whose ascending order is the scores' descending order.
 
 Sorting one integer key per entry (score key in the high bits, a tie-break
-in the low bits) is several times faster than two stable sorts; both the
-host ranking of a run's rows (:mod:`gpukit.data.host_ranking`, NumPy) and
-the merge of running top-k buffers (:mod:`gpukit.index.topk`, torch) build
-such keys from float32 scores, with the same map:
+in the low bits) is several times faster than two stable sorts; the merge
+of running top-k buffers (:mod:`gpukit.index.topk`) builds such keys from
+float32 scores with this map:
 
 * negate (``0.0 - x``, so that -0.0 and 0.0, which compare equal, both give
   +0.0 and share a key);

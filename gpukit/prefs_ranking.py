@@ -38,8 +38,8 @@ from gpukit.data.prefs import Prefs
 from gpukit.data.qrels import Qrels
 from gpukit.data.qrels_jg import JudgmentGroups
 from gpukit.data.run import Run
-from gpukit.data.arrow_numpy import arrow_indices
-from gpukit.data.string_coding import lookup_codes
+from gpukit.io.arrow_numpy import arrow_indices
+from gpukit.io.string_coding import lookup_codes
 from gpukit.errors import InputFormatError
 from gpukit.ranking import RankedJudgments, form_ranking
 

@@ -16,14 +16,12 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from gpukit.data.doc_space import Vocabulary, sorted_distinct, translate_keys
+from gpukit.io.doc_space import Vocabulary, sorted_distinct, translate_keys
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run, length_classes, lopsided, ranking_permutation, row_slices, unranked_rows
-from gpukit.data.arrow_numpy import arrow_indices, string_chunks
-from gpukit.data.string_coding import byte_order_keys, key_width, lookup_codes
+from gpukit.io.arrow_numpy import arrow_indices, string_chunks
+from gpukit.io.string_coding import byte_order_keys, key_width, lookup_codes
 from gpukit.errors import InputFormatError, UsageError
-from gpukit.metrics.binary import row_counts
-from gpukit.threads import search_threads
 
 #: Grade of a retrieved document absent from the qrels (and of padding).
 NOT_JUDGED = -(2**31)
@@ -83,7 +81,7 @@ class RankedJudgments:
 
     def num_relevant(self, rel: int) -> torch.Tensor:
         """(T,) number of judged documents with grade >= ``rel`` (retrieved or not)."""
-        return self._cached(("num_relevant", rel), lambda: row_counts(self.ideal >= rel))
+        return self._cached(("num_relevant", rel), lambda: (self.ideal >= rel).sum(1))
 
     def has_relevant(self, rel: int) -> torch.Tensor:
         """(T, 1) bool: the topic has a judged document with grade >= ``rel``
@@ -92,7 +90,7 @@ class RankedJudgments:
         return self._cached(("has_relevant", rel), lambda: (self.num_relevant(rel) > 0)[:, None])
 
     def num_judged(self) -> torch.Tensor:
-        return row_counts(self.ideal >= 0)
+        return (self.ideal >= 0).sum(1)
 
     def annotated(self) -> torch.Tensor:
         """(T, K) bool: the ranked document is judged for *some* query of the qrels,
@@ -344,9 +342,8 @@ def _rank_rows(
             codes = codes_of_rows.index_select(0, safe).masked_fill(wanted[:, None] < 0, -1)
             if all_scores is not None:
                 scores = all_scores.index_select(0, safe).to(score_dtype)
-        with search_threads(codes.numel(), device):  # the join's binary searches pay for a pool
-            joined = join(codes, rows if positions is None else positions[rows])
-        counts = row_counts(codes >= 0)
+        joined = join(codes, rows if positions is None else positions[rows])
+        counts = (codes >= 0).sum(1)
         if scores is not None:
             bad = unranked_rows(codes, scores)
             if bad.numel():
@@ -551,49 +548,18 @@ def _ideal_grades(qrels: Qrels, topics: np.ndarray, device: torch.device) -> tor
     if len(t) and (int(t.min()) < 0 or lowest < 0):  # something to leave out (else no copies)
         keep = (t >= 0) & (g >= 0)
         t, g = t[keep], g[keep]
-    ideal = _ideal_by_counting(t, g, len(topics))
-    if ideal is None:
-        t, g = _by_topic_then_grade_desc(t, g)
-        counts = np.bincount(t, minlength=len(topics))
-        width = max(int(counts.max()) if len(t) else 0, 1)
-        ideal = np.full((len(topics), width), -1, dtype=np.int32)
-        ideal[_filled_cells(counts, width)] = g
+    t, g = _by_topic_then_grade_desc(t, g)
+    counts = np.bincount(t, minlength=len(topics))
+    width = max(int(counts.max()) if len(t) else 0, 1)
+    ideal = np.full((len(topics), width), -1, dtype=np.int32)
+    ideal[_filled_cells(counts, width)] = g
     return torch.from_numpy(ideal).to(device)
 
-
-def _ideal_by_counting(t: np.ndarray, g: np.ndarray, n_topics: int) -> np.ndarray | None:
-    """The (T, L) ideal table of judged (topic, grade) pairs (0 <= g < 2**31),
-    built from a histogram per topic when grades take few distinct values
-    (the usual case): row i is each grade, highest first, repeated as often
-    as topic i has it, then -1 up to the width L. That is one ``np.repeat``
-    of the histogram: linear, with no sort and no per-pair index. None when
-    the histograms would be larger than the pairs."""
-    top = int(g.max()) if len(g) else 0
-    if top >= (1 << 16):
-        return None
-    present = np.flatnonzero(np.bincount(g, minlength=top + 1))
-    n_grades = len(present)
-    if n_topics * n_grades > 4 * len(g) + (1 << 20):
-        return None
-    rank = np.zeros(top + 1, dtype=np.int64)
-    rank[present[::-1]] = np.arange(n_grades)  # rank 0 = highest grade
-    counts = np.bincount(t * n_grades + rank[g], minlength=n_topics * n_grades).reshape(n_topics, n_grades)
-    judged = counts.sum(1)
-    width = max(int(judged.max()) if n_topics else 0, 1)
-    # Per topic, n_grades + 1 runs: each grade (highest first) and the padding.
-    lengths = np.empty((n_topics, n_grades + 1), dtype=np.int64)
-    lengths[:, :n_grades] = counts
-    lengths[:, n_grades] = width - judged
-    values = np.empty(n_grades + 1, dtype=np.int32)
-    values[:n_grades] = present[::-1]
-    values[n_grades] = -1
-    return np.repeat(np.tile(values, n_topics), lengths.reshape(-1)).reshape(n_topics, width)
 
 
 def _by_topic_then_grade_desc(t: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(topic, grade) pairs ordered by topic ascending, grade descending
-    (0 <= g < 2**31), by one direct sort of packed keys (grades with too many
-    distinct values for :func:`_ideal_by_counting`)."""
+    (0 <= g < 2**31), by one direct sort of packed keys."""
     key = (t << 32) | ((2**31 - 1) - g)
     key.sort()
     return key >> 32, (2**31 - 1) - (key & 0xFFFFFFFF)

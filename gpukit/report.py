@@ -255,28 +255,18 @@ class MeasureResult:
         return str(self.measure)
 
 
-#: Up to this many topics a row sum of the (M, T) host table adds each row
-#: exactly as the sum of that row alone (one sequential chunk per row); a
-#: longer row's own sum may be split across threads, so rows are summed one
-#: by one, as always (tests/test_report_totals.py compares the two).
-BATCHED_TOTALS_MAX_TOPICS = 32768
-
-
 def _row_totals(values: torch.Tensor, mask: torch.Tensor, aggregates: list[str]) -> tuple[list[float], list[int]]:
     """Per row of the host (M, T) ``values``: the sum over ``mask`` (of the
     logarithms, floored at MIN_GEO_MEAN, for a ``gmean`` row) and the count.
 
-    A few ops on the whole table for small T instead of four per measure;
-    every total is the same float as summing its row alone."""
+    Each row is summed alone, so a total does not depend on the other
+    measures evaluated beside it."""
     if "gmean" in aggregates:
         logs = values.clamp(min=MIN_GEO_MEAN).log()
         geo = torch.tensor([a == "gmean" for a in aggregates])[:, None]  # host tensors: no device copy
         values = torch.where(geo, logs, values)
     kept = values.masked_fill(~mask, 0.0)
-    counts = mask.sum(1).tolist()
-    if values.shape[1] <= BATCHED_TOTALS_MAX_TOPICS:
-        return kept.sum(1).tolist(), counts
-    return [float(row.sum()) for row in kept], counts
+    return [float(row.sum()) for row in kept], mask.sum(1).tolist()
 
 
 @dataclass(frozen=True, repr=False)

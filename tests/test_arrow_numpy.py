@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from gpukit.data.arrow_numpy import arrow_indices, numpy_values
+from gpukit.io.arrow_numpy import arrow_indices, numpy_values
 
 DATA = Path(__file__).parent / "data"
 
@@ -65,11 +65,11 @@ def test_evaluating_trec_files_does_not_import_pandas():
 def test_lazy_module_waits_for_an_import_under_way_in_another_thread(tmp_path, monkeypatch):
     """A thread that reaches a LazyModule while another thread is importing it
     gets the finished module, not the half-built one in sys.modules (the
-    read-ahead worker of gpukit.data.trec_files imports pyarrow.compute)."""
+    another thread imports pyarrow.compute)."""
     import sys
     import threading
 
-    from gpukit.data.arrow_numpy import LazyModule
+    from gpukit.io.arrow_numpy import LazyModule
 
     (tmp_path / "gk_slow_module.py").write_text(
         "import builtins, time\nbuiltins._gk_slow_started.set()\ntime.sleep(0.3)\nVALUE = 42\n"
@@ -95,35 +95,3 @@ def test_lazy_module_waits_for_an_import_under_way_in_another_thread(tmp_path, m
     worker.join()
     sys.modules.pop("gk_slow_module", None)
     assert results == {"first": 42, "second": 42}
-
-
-def test_parallel_map_leaves_the_cores_taken_by_background_work(monkeypatch):
-    """parallel_map's pool is no wider than the cores gpukit's background
-    work (the read-ahead worker) leaves free: with 2 cores and one taken it
-    maps on the calling thread; the values and their order never change."""
-    import threading
-
-    import gpukit.data.arrow_numpy as an
-    import gpukit.machine_load as ml
-
-    monkeypatch.setattr(ml, "usable_cores", lambda: 2)
-    items = list(range(6))
-
-    def where(x):
-        return x * x, threading.current_thread().name
-
-    free = an.parallel_map(where, items)
-    assert [v for v, _ in free] == [x * x for x in items]
-    assert all(name.startswith("gpukit-codes") for _, name in free)
-    with ml.background_work():
-        assert ml.free_cores() == 1
-        taken = an.parallel_map(where, items)
-        with ml.background_work():  # more background work than cores: still the calling thread
-            assert ml.free_cores() == 1
-    assert [v for v, _ in taken] == [x * x for x in items]
-    assert {name for _, name in taken} == {threading.current_thread().name}
-    assert ml.free_cores() == 2
-    with pytest.raises(RuntimeError):  # the count is given back when the block raises
-        with ml.background_work():
-            raise RuntimeError
-    assert ml.free_cores() == 2

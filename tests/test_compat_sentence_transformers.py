@@ -166,31 +166,6 @@ def test_ties_across_the_cut_with_unsorted_ids_search_the_corpus_in_id_order(see
     assert len(built) == 2  # the search in place, then the one over the corpus in id order
 
 
-@pytest.mark.parametrize("busy", [True, False])
-def test_small_search_on_one_thread_only_on_a_busy_machine(busy, monkeypatch):
-    import gpukit.compat.sentence_transformers as adapter
-
-    queries, corpus, relevant, vectors = _data(8)
-    seen = []
-    real_search = gpukit.index.ExactIndex.search
-
-    def search(self, *args, **kwargs):
-        seen.append(torch.get_num_threads())
-        return real_search(self, *args, **kwargs)
-
-    monkeypatch.setattr(gpukit.index.ExactIndex, "search", search)
-    monkeypatch.setattr(adapter, "machine_busy", lambda: busy)
-    # threads_for asks the same question for work between SMALL_WORK and BUSY_WORK:
-    # answered alike, so the real machine's load cannot decide (it did, under load).
-    monkeypatch.setattr(gpukit.threads, "machine_busy", lambda: busy)
-    saved = torch.get_num_threads()
-    torch.set_num_threads(3)  # a count no default gives
-    try:
-        GpukitInformationRetrievalEvaluator(queries, corpus, relevant, **KS)(FakeModel(vectors))
-        assert seen == [1 if busy else 3] and torch.get_num_threads() == 3
-    finally:
-        torch.set_num_threads(saved)
-
 
 def test_custom_score_function_falls_back_to_sentence_transformers():
     queries, corpus, relevant, vectors = _data(4)

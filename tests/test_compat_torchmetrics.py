@@ -186,24 +186,3 @@ def test_lightning_validation_in_one_process_and_two_process_ddp_agree(monkeypat
     assert single == pytest.approx(expected, abs=2e-6)
 
 
-def test_a_small_update_runs_on_one_thread_and_restores_the_count(monkeypatch):
-    """Below gpukit.threads.SMALL_WORK rows the update computes with one CPU
-    thread (torch's pool costs more than it saves there); the caller's count
-    comes back after, also when the update raises."""
-    import gpukit.compat.torchmetrics as module
-
-    seen = []
-    real = module.group_by_query
-    monkeypatch.setattr(module, "group_by_query", lambda *a: seen.append(torch.get_num_threads()) or real(*a))
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        metric = gk.RetrievalMRR()
-        metric.update(torch.tensor([0.3, 0.2, 0.9]), torch.tensor([1, 0, 1]), torch.tensor([0, 0, 1]))
-        assert seen == [1] and torch.get_num_threads() == 2
-        with pytest.raises(GpukitError):
-            metric.update(torch.tensor([0.5]), torch.tensor([1]), torch.tensor([0]))  # query 0 again
-        assert torch.get_num_threads() == 2
-        assert float(metric.compute()) == pytest.approx(1.0)
-    finally:
-        torch.set_num_threads(before)

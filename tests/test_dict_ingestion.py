@@ -1,5 +1,5 @@
 """Dict inputs (``{qid: {doc: value}}``): Run.from_dict, Qrels.from_dict and the
-compat layers built on them (gpukit.data.nested_mapping, gpukit.data.host_ranking).
+compat layers built on them (gpukit.io.nested_mapping).
 
 Rankings are checked against tests/reference.py's plain sort (score
 descending, doc id descending), values against independent paths
@@ -17,10 +17,8 @@ import pytest
 import torch
 
 from gpukit import Qrels, Run
-from gpukit.data.host_ranking import rank_rows_host
 from gpukit.errors import InputFormatError, UsageTypeError
 from reference import rank as reference_rank
-from test_run_ranking_order import random_rows, reference_row
 
 #: Doc id shapes of the three key spaces: packed (<= 8 bytes), radix (TREC docnos), vocabulary (anything).
 ID_SHAPES = {
@@ -55,15 +53,6 @@ def test_from_dict_rows_are_in_trec_eval_order(space, float32, seed):
         assert built.doc_ids_of_row(row) == reference_rank(run[qid])
         scores = built.scores[row, : len(run[qid])].tolist()
         assert scores == [run[qid][d] for d in reference_rank(run[qid])]
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_host_ranking_matches_python_sort(seed):
-    codes, scores = random_rows(random.Random(seed), 40, 9)
-    scores = [[float(np.float32(v)) for v in row] for row in scores]  # its precondition: float32 values
-    c, s = np.array(codes, dtype=np.int64), np.array(scores, dtype=np.float64)
-    rank_rows_host(c, s)
-    assert list(zip(c.tolist(), s.tolist())) == [reference_row(*row) for row in zip(codes, scores)]
 
 
 def test_from_dict_equals_from_arrays_of_the_listed_pairs():
@@ -206,14 +195,3 @@ def test_ir_measures_provider_reads_a_repeated_scored_doc_as_the_pytrec_eval_pro
     for key in theirs:
         assert ours[key] == pytest.approx(theirs[key], abs=1e-12)
     assert ours[("q1", "RR")] == 1.0 and ours[("q1", "AP")] == pytest.approx((1 + 2 / 3) / 2)
-
-
-def test_float32_exact_reads_every_score_not_only_the_first():
-    from gpukit.data.host_ranking import float32_exact
-
-    exact = np.arange(5000, dtype=np.float32).astype(np.float64).reshape(50, 100)
-    assert float32_exact(exact)
-    head_off, tail_off = exact.copy(), exact.copy()
-    head_off[0, 0] = 0.1  # not a float32 value
-    tail_off[-1, -1] = 0.1
-    assert not float32_exact(head_off) and not float32_exact(tail_off)

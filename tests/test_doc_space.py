@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 import gpukit
-from gpukit.data import doc_space
-from gpukit.data.doc_space import PackedIds, RadixIds, Vocabulary, pack_ids
-from gpukit.data.string_coding import radix_keys
+from gpukit.io import doc_space
+from gpukit.io.doc_space import PackedIds, RadixIds, Vocabulary, pack_ids
+from gpukit.io.string_coding import radix_keys
 from gpukit.errors import InputFormatError
 
 IDS = ["", "a", "D1", "D10", "D1a", "D2", "d\u00e9", "12345678", "zzzzzzzz", "Z", "0"]
@@ -138,7 +138,7 @@ def test_packed_qrels_pair_order_matches_lexsort(layout):
     if len(np.unique(q[starts])) == len(starts):  # each topic one run: the same from its runs
         import pyarrow as pa
 
-        from gpukit.data.string_coding import CodeRuns
+        from gpukit.io.string_coding import CodeRuns
 
         runs = CodeRuns(starts, q[starts].astype(np.int32), pa.array([str(i) for i in range(n_queries)]), len(q))
         got, got_q = _pair_order(runs, keys.astype(np.int64), n_queries, PackedIds())
@@ -181,7 +181,7 @@ def test_grouped_qrels_from_query_runs_read_sorted(tmp_path, monkeypatch, seed, 
     """More than the few lines below which query runs are not looked for: the
     qrels are ordered from the runs of their query ids (checked that it ran),
     in each doc space (a vocabulary's codes are sorted with the query's)."""
-    import gpukit.data.doc_space as doc_space_mod
+    import gpukit.io.doc_space as doc_space_mod
     import gpukit.data.qrels as qrels_mod
 
     if space == "vocabulary":
@@ -256,7 +256,7 @@ def test_from_topk_in_either_space_equals_from_dict(corpus):
 def test_translate_packed_keys_into_a_vocabulary():
     import numpy as np
 
-    from gpukit.data.doc_space import translate_keys
+    from gpukit.io.doc_space import translate_keys
 
     ids = ["d5", "d1", "zz", "d5", "d10", "nope"]
     keys = pack_ids(pa.array(ids))
@@ -271,9 +271,9 @@ def test_byte_histogram_counts_each_position_either_way(width, monkeypatch):
     """byte_histogram equals a plain count of each position's byte values,
     whether it counts byte by byte or two positions per bincount (from
     _PAIR_HISTOGRAM_ROWS rows); the padding past each id counts as byte 0."""
-    from gpukit.data import string_coding
-    from gpukit.data.arrow_numpy import string_chunks
-    from gpukit.data.string_coding import ByteRows, byte_histogram
+    from gpukit.io import string_coding
+    from gpukit.io.arrow_numpy import string_chunks
+    from gpukit.io.string_coding import ByteRows, byte_histogram
 
     rng = random.Random(width)
     ids = []

@@ -21,7 +21,7 @@ from unittest import mock
 import pytest
 
 import gpukit
-from gpukit.data import doc_space
+from gpukit.io import doc_space
 from gpukit.errors import GpukitError
 from reference import reference_evaluate
 

@@ -16,8 +16,7 @@ plain-Python parser written from the documented format rules, and:
   a line the reference marks bad (no line for whole-file problems), or the CLI
   exits 2 with one ``gpukit: error:`` line naming them.
 
-Each example is read by one of the two readers, drawn (the tiny-input
-parser tried first, or the Arrow reader alone; see tests/reader_strategies.py).
+
 Each case runs under a wall-clock alarm and an address-space limit. CI runs a
 fixed, derandomized set of examples; ``GPUKIT_FUZZ_EXAMPLES=5000`` runs more
 (add ``GPUKIT_FUZZ_NO_SHRINK=1`` to report a failure as found, unshrunk).
@@ -43,7 +42,6 @@ from hypothesis import strategies as st
 import gpukit
 from gpukit.cli import main as cli_main
 from gpukit.errors import GpukitError, InputFormatError
-from reader_strategies import READER_STRATEGIES, reader_strategy_set
 from reference import reference_evaluate
 from trec_text_reference import MAX_LINE_BYTES, gunzip, read
 
@@ -348,14 +346,14 @@ def read_api(reader, path: str, verdict, **kwargs):
 
 # ------------------------------------------------------------------ tests
 @FUZZ
-@given(qrels=mutated("qrels"), run=trec_lines("run"), reader=st.sampled_from(sorted(READER_STRATEGIES)))
-def test_mutated_qrels(workdir, qrels, run, reader):
+@given(qrels=mutated("qrels"), run=trec_lines("run"))
+def test_mutated_qrels(workdir, qrels, run):
     q_path, r_path = write(workdir, "qrels", *qrels), write(workdir, "run", run, False)
     q_verdict, r_verdict = read(qrels[0], "qrels"), read(run, "run")
     assert r_verdict.ok
     event(f"qrels {q_verdict.why or 'accepted'}")
     expected = expected_values(q_verdict.data, r_verdict.data) if q_verdict.ok else None
-    with bounded(), reader_strategy_set(reader):
+    with bounded():
         judged = read_api(gpukit.Qrels.from_trec, q_path, q_verdict)
         if judged is not None:
             assert judged.to_dict() == q_verdict.data
@@ -363,14 +361,14 @@ def test_mutated_qrels(workdir, qrels, run, reader):
 
 
 @FUZZ
-@given(qrels=trec_lines("qrels"), run=mutated("run"), dedup=st.sampled_from(["error", "error", "max", "first"]), reader=st.sampled_from(sorted(READER_STRATEGIES)))
-def test_mutated_run(workdir, qrels, run, dedup, reader):
+@given(qrels=trec_lines("qrels"), run=mutated("run"), dedup=st.sampled_from(["error", "error", "max", "first"]))
+def test_mutated_run(workdir, qrels, run, dedup):
     q_path, r_path = write(workdir, "qrels", qrels, False), write(workdir, "run", *run)
     q_verdict, r_verdict = read(qrels, "qrels"), read(run[0], "run", dedup)
     assert q_verdict.ok
     event(f"run {r_verdict.why or 'accepted'}")
     expected = expected_values(q_verdict.data, r_verdict.data) if r_verdict.ok else None
-    with bounded(), reader_strategy_set(reader):
+    with bounded():
         ranked = read_api(gpukit.Run.from_trec, r_path, r_verdict, dedup=dedup)
         if ranked is not None:
             assert ranked.to_dict() == r_verdict.data
@@ -381,9 +379,8 @@ def test_mutated_run(workdir, qrels, run, dedup, reader):
 @given(
     qrels=mutated("qrels"), run=mutated("run"),
     dedup=st.sampled_from(["error", "max", "first"]), fmt=st.sampled_from(["json", "json", "trec"]),
-    reader=st.sampled_from(sorted(READER_STRATEGIES)),
 )
-def test_mutated_files_cli(workdir, qrels, run, dedup, fmt, reader):
+def test_mutated_files_cli(workdir, qrels, run, dedup, fmt):
     q_path, r_path = write(workdir, "qrels", *qrels), write(workdir, "run", *run)
     q_verdict, r_verdict = read(qrels[0], "qrels"), read(run[0], "run", dedup)
     argv = ["eval", q_path, r_path, "--convention", "trec_eval", "--dedup", dedup, "--format", fmt, "-q", "--score-precision", "float32"]
@@ -392,7 +389,7 @@ def test_mutated_files_cli(workdir, qrels, run, dedup, fmt, reader):
     event(f"qrels {q_verdict.why or 'accepted'}, run {r_verdict.why or 'accepted'}")
     expected = expected_values(q_verdict.data, r_verdict.data) if both_ok and fmt == "json" else None
     out, err = io.StringIO(), io.StringIO()
-    with bounded(), reader_strategy_set(reader), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with bounded(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli_main(argv)
     if both_ok:
         assert code == 0, err.getvalue()

@@ -22,15 +22,14 @@ import torch
 
 import gpukit
 import gpukit.data.run as run_mod
-import gpukit.data.string_coding as sc
-import gpukit.data.text_table as tt
+import gpukit.io.string_coding as sc
+import gpukit.io.compressed as compressed
+import gpukit.io.text_table as tt
 import gpukit.ranking as ranking
-from gpukit.data.arrow_numpy import plain_integers
+from gpukit.io.arrow_numpy import plain_integers
 from gpukit.data.qrels import _stable_order
 from gpukit.errors import InputFormatError
 
-# Every test runs under both readers (tests/reader_strategies.py): the same files, values and errors.
-pytestmark = pytest.mark.usefixtures("reader_strategy")
 
 MEASURES = ["nDCG@10", "P@5", "R@20", "RR@10", "AP", "Rprec", "Bpref", "NumRet", "Judged@5"]
 ALPHABET = ["a", "b", "Z", "0", "9", "é", "€", "😀", "-", "_", "."]
@@ -484,65 +483,12 @@ def test_integer_check_matches_the_int_text_rule():
     assert not plain_integers(pa.array(good + ["1-"], pa.string()))
 
 
-def test_gzip_buffer_hint_reads_the_trailer_when_deflate_could_have_made_it(tmp_path):
-    text = "".join(f"{q} Q0 LA{q:03d}{d:05d}-{d % 97:02d} {d} {1.0 / (d + 1)!r} tag\n" for q in range(9) for d in range(300)).encode()
-    one = tmp_path / "one.gz"
-    one.write_bytes(gzip.compress(text))
-    assert tt.gzip_buffer_hint(str(one)) == len(text)
-    # Several members: the trailer states the last one's length only (a short hint),
-    # taken while deflate could have made the whole file's text that long; else the estimate.
-    cut = len(text) // 3
-    several = tmp_path / "several.gz"
-    several.write_bytes(gzip.compress(text[:cut]) + gzip.compress(text[cut:]))
-    assert tt.gzip_buffer_hint(str(several)) == len(text) - cut
-    several.write_bytes(gzip.compress(text[:-100]) + gzip.compress(text[-100:]))
-    assert tt.gzip_buffer_hint(str(several)) == tt.GZIP_TEXT_FACTOR * several.stat().st_size
-    # A trailer no deflate stream of this size could state: the 8x estimate.
-    damaged = tmp_path / "damaged.gz"
-    damaged.write_bytes(one.read_bytes()[:-4] + b"\xff\xff\xff\xff")
-    assert tt.gzip_buffer_hint(str(damaged)) == tt.GZIP_TEXT_FACTOR * damaged.stat().st_size
-    tiny = tmp_path / "tiny.gz"
-    tiny.write_bytes(gzip.compress(b""))
-    assert tt.gzip_buffer_hint(str(tiny)) == tt.GZIP_TEXT_FACTOR * tiny.stat().st_size
-
-
-@pytest.mark.parametrize("hint", ["trailer", "short", "long"])
-def test_gzip_read_is_the_same_whatever_the_buffer_hint(tmp_path, monkeypatch, hint):
-    """The streamed block reader (the small-file path and the one-call inflate
-    off) gives the plain file's run with the trailer's hint, a hint far too
-    short (several members) and one far too long."""
-    rng = random.Random(5)
-    entries = random_run_entries(rng, 150, 60)
-    fields = [[q, "Q0", d, str(i + 1), repr(s), "tag"] for i, (q, d, s) in enumerate(entries)]
-    text = format_lines(rng, fields, False, extra_ok=True).encode()
-    assert len(text) > 3 << 16  # a short hint leaves the smallest buffer (64 KiB) short of the text
-    path = tmp_path / "run.txt.gz"
-    cut = text.index(b"\n", len(text) // 3) + 1 if hint == "short" else len(text)
-    path.write_bytes(gzip.compress(text[:cut]) + (gzip.compress(text[cut:]) if cut < len(text) else b""))
-    monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0)
-    monkeypatch.setattr(tt, "_inflated_whole", lambda p, hint: None)  # the streamed reader, whose buffer the hint sizes
-    if hint == "long":
-        monkeypatch.setattr(tt, "gzip_buffer_hint", lambda p: 50 * len(text))
-    elif hint == "short":
-        assert tt.gzip_buffer_hint(str(path)) == len(text) - cut  # the last member only
-    assert_run_matches(gpukit.Run.from_trec(path), entries)
-
-
 def _run_or_error(path) -> tuple:
     try:
         run = gpukit.Run.from_trec(path)
     except InputFormatError as exc:
         return ("error", str(exc))
     return ("run", run.query_id_list(), run.to_dict())
-
-
-def _inflaters() -> list:
-    """The modules ``text_table.member_inflater`` may return: zlib, and ISA-L's where installed."""
-    try:
-        from isal import isal_zlib
-    except ImportError:
-        return [zlib]
-    return [zlib, isal_zlib]
 
 
 GZIP_DAMAGE = ["none", "truncate", "flip", "garbage", "zeros", "members", "empty member", "name and comment", "crc",
@@ -610,108 +556,58 @@ def _run_text(seed: int, n_queries: int, per_query: int) -> tuple[list, bytes]:
     return entries, format_lines(rng, fields, False, extra_ok=True).encode()
 
 
-@pytest.mark.parametrize("inflate", _inflaters(), ids=lambda m: m.__name__)
-@pytest.mark.parametrize("damage", GZIP_DAMAGE)
-def test_gzip_inflated_in_one_call_reads_as_the_stream(tmp_path, monkeypatch, damage, inflate):
-    """A gzip file inflated whole in one call (one clean member), by zlib or
-    by ISA-L, gives the run, and any other file the error, that the stream
-    of the same library gives (text_table.open_gzip)."""
-    entries, text = _run_text(11, 30, 40)
-    packed = _damaged_gzip(text, damage)
-    path = tmp_path / "run.txt.gz"
-    path.write_bytes(packed)
-    monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0)  # the block reader, with the real block size
-    monkeypatch.setattr(tt, "member_inflater", lambda: inflate)
-    used: list[bool] = []
-    real = tt._inflated_whole
-    monkeypatch.setattr(tt, "_inflated_whole", lambda p, hint: used.append(real(p, hint) is not None) or real(p, hint))
-    whole = _run_or_error(path)
-    monkeypatch.setattr(tt, "_inflated_whole", lambda p, hint: None)
-    streamed = _run_or_error(path)
-    assert whole == streamed
-    clean = damage in ("none", "name and comment", "header crc", "extra field")
-    if damage == "bad header crc":  # the one difference of the two streams (text_table.open_gzip)
-        assert whole[0] == ("run" if inflate is zlib else "error")
-    elif damage == "empty file":  # no gzip magic: read as a plain (empty) file
-        assert used == []
-    elif damage != "reserved flag":  # zlib's one call refuses it, ISA-L's may not; the stream reads it
-        assert used == [clean]
-    if clean:
-        assert whole[0] == "run"
-        assert_run_matches(gpukit.Run.from_trec(path), entries)
+def _gzip_modules() -> list:
+    """The modules gpukit.io.compressed may read gzip text with: gzip, and igzip where installed."""
+    try:
+        from isal import igzip
+    except ImportError:
+        return [gzip]
+    return [gzip, igzip]
 
 
+@pytest.mark.parametrize("block_bytes", [4096, None])
 @pytest.mark.parametrize("damage", GZIP_DAMAGE)
-def test_gzip_stream_by_isal_reads_as_the_gzip_module(tmp_path, monkeypatch, damage):
+def test_gzip_stream_by_isal_reads_as_the_gzip_module(tmp_path, monkeypatch, damage, block_bytes):
     """igzip's stream (ISA-L) gives the gzip module's run, or an error where
-    it errs, on a file read in many blocks; the one difference is a wrong
-    header CRC-16, which igzip refuses (text_table.open_gzip)."""
-    pytest.importorskip("isal")
-    from isal import isal_zlib
-
+    it errs, read in many blocks or in one; the one difference is a wrong
+    header CRC-16, which igzip refuses (gpukit.io.compressed)."""
     entries, text = _run_text(12, 60, 80)
     path = tmp_path / "run.txt.gz"
     path.write_bytes(_damaged_gzip(text, damage))
-    monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0)
-    monkeypatch.setattr(tt, "BLOCK_BYTES", 4096)  # many blocks, and the one-call inflate off (text > a block)
-    assert len(text) > 20 * 4096
+    if block_bytes:
+        monkeypatch.setattr(tt, "BLOCK_BYTES", block_bytes)
+        assert len(text) > 20 * block_bytes
     outcomes = {}
-    for inflate in (zlib, isal_zlib):
-        monkeypatch.setattr(tt, "member_inflater", lambda inflate=inflate: inflate)
+    for module in _gzip_modules():
+        monkeypatch.setattr(compressed, "_gzip_module", lambda module=module: module)
         outcome = _run_or_error(path)
         # Error words may differ between the libraries; where an error is, and that there is one, may not.
-        outcomes[inflate] = outcome if outcome[0] == "run" else ("error", outcome[1].split(": cannot read")[0])
-    if damage == "bad header crc":
-        assert outcomes[zlib][0] == "run" and outcomes[isal_zlib][0] == "error"
-    else:
-        assert outcomes[zlib] == outcomes[isal_zlib]
-    if outcomes[isal_zlib][0] == "run":
+        outcomes[module.__name__] = outcome if outcome[0] == "run" else ("error", outcome[1].split(": cannot read")[0])
+    clean = damage in ("none", "name and comment", "header crc", "extra field", "members", "empty member", "zeros")
+    if clean:
+        assert outcomes["gzip"][0] == "run"
         assert_run_matches(gpukit.Run.from_trec(path), entries)
+    if "isal.igzip" in outcomes:
+        if damage == "bad header crc":
+            assert outcomes["gzip"][0] == "run" and outcomes["isal.igzip"][0] == "error"
+        else:
+            assert outcomes["gzip"] == outcomes["isal.igzip"]
 
 
-@pytest.mark.parametrize("inflate", _inflaters(), ids=lambda m: m.__name__)
-@pytest.mark.parametrize("damage", GZIP_DAMAGE)
-def test_tiny_gzip_reads_as_the_block_reader(tmp_path, monkeypatch, damage, inflate):
-    """A small gzip file, which the tiny reader inflates on its own, gives
-    the run or the error that the block reader gives, with either library
-    (a wrong header CRC-16 was read by the tiny path's gzip module and
-    refused by igzip's stream)."""
-    rng = random.Random(13)
-    entries = [(f"q{q}", f"d{d}", round(rng.uniform(-10, 10), 3)) for q in range(8) for d in rng.sample(range(100), 12)]
-    text = "".join(f"{q} Q0 {d} {i + 1} {s!r} tag\n" for i, (q, d, s) in enumerate(entries)).encode()  # ASCII: the tiny parser takes it
-    path = tmp_path / "run.txt.gz"
-    path.write_bytes(_damaged_gzip(text, damage))
-    monkeypatch.setattr(tt, "member_inflater", lambda: inflate)
-    monkeypatch.setattr(tt, "TINY_INPUT_BYTES", max(tt.TINY_INPUT_BYTES, 1 << 17))  # the tiny reader on (whatever the strategy)
-    assert tt.GZIP_TEXT_FACTOR * len(path.read_bytes()) < tt.TINY_INPUT_BYTES and len(text) < tt.TINY_INPUT_BYTES
-    tiny_used: list[bool] = []
-    real = tt.parse_tiny
-    monkeypatch.setattr(tt, "parse_tiny", lambda *a: tiny_used.append(real(*a) is not None) or real(*a))
-    small = _run_or_error(path)
-    monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0)
-    blocks = _run_or_error(path)
-    assert small == blocks
-    if damage in ("none", "name and comment", "header crc", "extra field"):
-        assert small[0] == "run" and tiny_used[0]
-
-
-def test_member_inflater_is_isal_where_installed_else_zlib(tmp_path, monkeypatch):
-    """ISA-L's inflater and stream where python-isal imports, zlib's and the
-    gzip module's where it does not."""
+def test_gzip_module_is_isal_where_installed_else_gzip(tmp_path, monkeypatch):
+    """ISA-L's stream where python-isal imports, the gzip module's where it does not."""
     pytest.importorskip("isal")
-    from isal import igzip, isal_zlib
+    from isal import igzip
 
     path = tmp_path / "run.txt.gz"
     path.write_bytes(gzip.compress(b"q1 Q0 d1 1 2.5 tag\n"))
-    tt.member_inflater.cache_clear()
+    compressed._gzip_module.cache_clear()
     try:
-        assert tt.member_inflater() is isal_zlib
-        with tt.open_gzip(str(path)) as stream:
+        with compressed.open_gzip(str(path)) as stream:
             assert isinstance(stream, igzip.IGzipFile) and stream.read() == b"q1 Q0 d1 1 2.5 tag\n"
-        tt.member_inflater.cache_clear()
+        compressed._gzip_module.cache_clear()
         monkeypatch.setitem(sys.modules, "isal", None)  # makes the import fail
-        assert tt.member_inflater() is zlib
-        with tt.open_gzip(str(path)) as stream:
+        with compressed.open_gzip(str(path)) as stream:
             assert type(stream) is gzip.GzipFile and stream.read() == b"q1 Q0 d1 1 2.5 tag\n"
     finally:
-        tt.member_inflater.cache_clear()
+        compressed._gzip_module.cache_clear()

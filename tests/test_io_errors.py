@@ -10,8 +10,6 @@ import torch
 import gpukit
 from gpukit.errors import InputFormatError
 
-# Every test runs under both readers (tests/reader_strategies.py): the same files, values and errors.
-pytestmark = pytest.mark.usefixtures("reader_strategy")
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:

@@ -86,17 +86,16 @@ def test_help_lists_every_command_with_its_modules_help_line(capsys):
 
 def test_arrow_compute_is_imported_only_when_a_kernel_is_called():
     """`pyarrow.compute` (slow to import after torch) is not loaded by importing
-    gpukit, its readers or evaluate; its first use loads it with the garbage
-    collector paused and left as the caller had it."""
+    gpukit, its readers or evaluate; its first use loads it, leaving the
+    garbage collector as the caller had it."""
     loaded = _modules_after(
         "import gpukit\nfrom gpukit import Qrels, Run, evaluate\n"
-        "import gpukit.data.doc_space, gpukit.data.qrels, gpukit.data.run, gpukit.data.text_table"
+        "import gpukit.io.doc_space, gpukit.data.qrels, gpukit.data.run, gpukit.io.text_table"
     )
-    assert "gpukit.data.text_table" in loaded and "pyarrow.compute" not in loaded
-    used = _modules_after(
-        "import gc\nfrom gpukit.data.arrow_numpy import pc\n"
-        "gc.disable()\nassert pc.sum([1, 2]).as_py() == 3\nassert not gc.isenabled()\n"
-    )
-    assert "pyarrow.compute" in used
-    enabled = _modules_after("import gc\nfrom gpukit.data.arrow_numpy import pc\npc.sum\nassert gc.isenabled()\n")
-    assert "pyarrow.compute" in enabled
+    assert "gpukit.io.text_table" in loaded and "pyarrow.compute" not in loaded
+    for state in ("gc.disable()", "gc.enable()"):
+        used = _modules_after(
+            f"import gc\nfrom gpukit.io.arrow_numpy import pc\n{state}\nwas = gc.isenabled()\n"
+            "assert pc.sum([1, 2]).as_py() == 3\nassert gc.isenabled() == was\n"
+        )
+        assert "pyarrow.compute" in used

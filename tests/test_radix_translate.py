@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from gpukit.data.doc_space import RadixIds, translate_keys
-from gpukit.data.radix_translate import translate_radix_keys
-from gpukit.data.string_coding import radix_keys
+from gpukit.io.doc_space import RadixIds, translate_keys
+from gpukit.io.radix_translate import translate_radix_keys
+from gpukit.io.string_coding import radix_keys
 
 ALPHABETS = ["0123456789", "ab", "CACM-0123", "xyz.-_", "LA0189-", "é0a"]
 

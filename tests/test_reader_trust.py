@@ -20,12 +20,10 @@ import pyarrow.csv as pacsv
 import pytest
 
 import gpukit
-import gpukit.data.text_table as tt
+import gpukit.io.text_table as tt
 from gpukit.cli import main as cli_main
 from gpukit.errors import InputFormatError
 
-# Every test runs under both readers (tests/reader_strategies.py): the same files, values and errors.
-pytestmark = pytest.mark.usefixtures("reader_strategy")
 
 BOM = "\ufeff"
 

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpukit
-from gpukit.data import doc_space
-from gpukit.data.doc_space import RadixIds, Vocabulary
+from gpukit.io import doc_space
+from gpukit.io.doc_space import RadixIds, Vocabulary
 from reference import reference_evaluate
 
 CUDA = pytest.param(

@@ -118,10 +118,9 @@ def test_query_split_in_two_runs_is_laid_out_by_line(tmp_path, layouts):
 @pytest.mark.parametrize("uniform", [True, False])
 def test_scores_laid_out_from_several_parsed_chunks(tmp_path, layouts, monkeypatch, block_bytes, uniform):
     # Small read blocks: the score column comes in many chunks whose edges fall inside rows.
-    import gpukit.data.text_table as tt
+    import gpukit.io.text_table as tt
 
     monkeypatch.setattr(tt, "BLOCK_BYTES", block_bytes)
-    monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0, raising=False)
     rng = random.Random(block_bytes)
     lines = grouped_lines(rng, 25, uniform, repeats=False)
     path = tmp_path / "run.txt"
@@ -142,11 +141,10 @@ def test_scores_laid_out_from_several_parsed_chunks(tmp_path, layouts, monkeypat
 
 
 def small_blocks(monkeypatch) -> None:
-    """Read files in blocks of 512 bytes (many score chunks), never by the tiny reader."""
-    import gpukit.data.text_table as tt
+    """Read files in blocks of 512 bytes (many score chunks)."""
+    import gpukit.io.text_table as tt
 
     monkeypatch.setattr(tt, "BLOCK_BYTES", 512)
-    monkeypatch.setattr(tt, "TINY_INPUT_BYTES", 0, raising=False)
 
 
 def assert_first_nan_named(path, lines: list[tuple[str, str, float]], rows: list[int]) -> None:

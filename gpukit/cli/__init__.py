@@ -12,7 +12,6 @@ their help line from ``COMMAND_HELP``, so ``gpukit --help`` still lists them.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import sys
 from typing import Sequence
@@ -83,36 +82,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def running_as_program(args: argparse.Namespace) -> bool:
-    """Whether :func:`main` runs this command as the process's program (not
-    called in-process): only then may a command change process-wide settings."""
-    return getattr(args, "as_program", False)
-
-
-def late_imports_done(args: argparse.Namespace) -> None:
-    """For a command that imports its heavy modules only once it runs (``eval``
-    starts parsing a file first): in a program, those modules join the ones
-    :func:`main` moved out of the garbage collector's generations."""
-    if running_as_program(args):
-        gc.freeze()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; ``argv`` ``None`` means this process is the program
-    (``sys.argv``), which then also freezes the garbage collector's view of
-    the modules imported so far (see below)."""
-    as_program = argv is None
+    """Run one command; ``argv`` ``None`` means ``sys.argv``."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
-    if as_program:
-        # torch and the command's modules (imported by build_parser) live as
-        # long as the process: moved out of the collector's generations, the
-        # collections the command's own allocations trigger no longer walk
-        # them (0.29 s CPU of `gpukit eval` on one track run, docs/benchmarks.md).
-        # Not done for an in-process call, whose caller owns the collector.
-        gc.freeze()
     args = parser.parse_args(argv)
-    args.as_program = as_program
     try:
         return int(args.func(args) or 0)
     except (GpukitError, OSError, OverflowError) as exc:

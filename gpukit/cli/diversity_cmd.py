@@ -11,7 +11,7 @@ from gpukit.cli._formats import add_format_option, write_reports
 from gpukit.cli._options import device_name, grade, positive_int64
 from gpukit.data.run import Run
 from gpukit.data.subtopic_qrels import SubtopicQrels
-from gpukit.data.text_table import check_stdin_once
+from gpukit.io.text_table import check_stdin_once
 from gpukit.device import resolve_device
 from gpukit.diversity_evaluation import NDEVAL_MEASURES, evaluate_diversity
 from gpukit.evaluation import check_ranking_inputs

@@ -2,16 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
+import sys
 
-# Nothing imported here imports torch: run_eval starts parsing the first run
-# before it imports torch and the evaluation (see run_eval).
-from gpukit.cli._formats import add_format_option
+from gpukit.cli import COMMAND_HELP
+from gpukit.cli._formats import add_format_option, write_reports
 from gpukit.cli._options import device_name, grade, positive_int64
-from gpukit.cli import COMMAND_HELP, late_imports_done, running_as_program
-from gpukit.data.arrow_numpy import arrow_threads
-from gpukit.data.run_texts import RunTexts
-from gpukit.data.text_table import check_stdin_once
-from gpukit.host_memory import keep_freed_memory, no_huge_page_advice
+from gpukit.io.text_table import check_stdin_once
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "RR@10", "AP", "Rprec"]
 
@@ -42,19 +40,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    """Evaluate the runs as ``args`` say and print the reports (the qrels are read once)."""
     check_stdin_once([args.qrels, *args.runs])
-    if running_as_program(args):
-        # Process-wide allocation settings (gpukit.host_memory): in a program only, before any thread starts.
-        keep_freed_memory()
-        no_huge_page_advice()
-    # The first run's text is parsed on a second thread while this one imports
-    # torch (about a second, on one core), whatever the file's size; then
-    # each next run's while one is evaluated (gpukit.data.run_texts).
-    with RunTexts(args.runs, first_any_size=True) as texts:
-        # Meanwhile Arrow parses on one thread: a wider parse slows the import
-        # (page faults and mappings of both serialise in the kernel) by more
-        # than it gains (docs/benchmarks.md, "Seventh pass").
-        with arrow_threads(1 if texts.reading_ahead else None):
-            from gpukit.cli._eval_reports import evaluate_and_write
-        late_imports_done(args)
-        return evaluate_and_write(args, texts)
+    import torch
+
+    from gpukit.data.trec_files import read_trec_files
+    from gpukit.device import resolve_device
+    from gpukit.evaluation import evaluate
+    from gpukit.measures import parse_measures
+
+    measures = parse_measures(args.measures or DEFAULT_MEASURES, rel=args.relevance_level)
+    device = resolve_device(args.device)
+    score_dtype = torch.float32 if args.score_precision == "float32" else torch.float64
+    qrels, runs = read_trec_files(args.qrels, args.runs, dedup=args.dedup)
+    reports = [
+        evaluate(
+            qrels, run, measures, device=device, convention=args.convention, complete=args.complete,
+            max_depth=args.max_depth, score_dtype=score_dtype,
+        )
+        for run in runs
+    ]
+    out = sys.stdout
+    if args.format == "trec":
+        from gpukit.trec_eval.inputs import run_tag
+
+        # trec_eval's runid is the run file's tag, and -l renames nothing (P_5 at any level).
+        # A pipe or stdin was read once already: its report keeps the run's name.
+        tagged = [
+            dataclasses.replace(r, run_name=run_tag(path)) if os.path.isfile(path) else r
+            for r, path in zip(reports, args.runs)
+        ]
+        rel = 1 if args.relevance_level is None else args.relevance_level
+        out.write("\n".join(r.to_trec(per_query=args.per_query, rel=rel) for r in tagged) + "\n")
+    else:
+        write_reports(out, reports, args.format, args.per_query)
+    return 0

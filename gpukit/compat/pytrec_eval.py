@@ -47,12 +47,11 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Set
 
 import numpy as np
 
-from gpukit.data.nested_mapping import FlatMapping, flatten
+from gpukit.io.nested_mapping import FlatMapping, flatten
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.errors import InputDuplicateError, InputFormatError, MeasureError, TrecEvalError, UsageTypeError
 from gpukit.families import name_index
-from gpukit.threads import threads_for
 from gpukit.trec_eval.evaluation import evaluate_qrels
 from gpukit.trec_eval.measure_names import NICKNAMES, STRING_MEASURES, MeasureRequest, Output, init_outputs, measure_table
 from gpukit.trec_eval.options import Options
@@ -267,13 +266,11 @@ class RelevanceEvaluator:
         assert self._qrels is not None
         flat = _flat(judged, "run")
         outputs = [o for _, o in self._keys]
-        # One intra-op thread on small runs, as gpukit.evaluate does (gpukit.threads).
-        with threads_for(len(flat.values)):
-            run = self._run(flat)
-            try:
-                ev = evaluate_qrels(self._options, self._qrels, run, "", outputs, None)
-            except TrecEvalError as exc:
-                raise MeasureError("; ".join(exc.lines)) from None
+        run = self._run(flat)
+        try:
+            ev = evaluate_qrels(self._options, self._qrels, run, "", outputs, None)
+        except TrecEvalError as exc:
+            raise MeasureError("; ".join(exc.lines)) from None
         # String measures (runid, relstring) have no number: pytrec_eval reports 0.0.
         zeros = [0.0] * len(ev.query_ids)
         columns = [(key, ev.per_query.get(o.name, zeros)) for key, o in self._keys]

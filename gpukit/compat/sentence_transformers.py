@@ -36,7 +36,6 @@ import torch
 from sentence_transformers import util
 
 from gpukit.index.topk import sort_by_score_then_index
-from gpukit.threads import SMALL_WORK, machine_busy, threads_for
 
 try:  # sentence-transformers >= 6 (the old path still works there, with a warning)
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
@@ -48,15 +47,6 @@ __all__ = ["GpukitInformationRetrievalEvaluator", "InformationRetrievalEvaluator
 #: sentence-transformers similarity name -> ExactIndex metric (same ranking).
 METRICS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
 _FUNCTIONS = {util.cos_sim: "cosine", util.dot_score: "ip"}
-#: Scores (queries x corpus documents) below which, on a busy machine
-#: (:func:`gpukit.threads.machine_busy`), the whole search and evaluation run
-#: on one intra-op thread: at SciFact scale (1.6M scores) on a 2-core VM one
-#: thread took 75-100 ms a call under load 4-5, two threads 230-270 ms; on
-#: the quiet VM two threads were faster (36-38 against 51-56 ms). At 1,024 x
-#: 100,000 (102M) the matmul keeps the caller's threads (docs/benchmarks.md,
-#: "sentence-transformers evaluator"; the crossover between the two sizes is
-#: not measured). The values do not depend on the thread count.
-SMALL_SEARCH_SCORES = 1 << 23
 #: sentence-transformers result key -> gpukit family.
 FAMILIES = {"accuracy@k": "Success", "precision@k": "P", "recall@k": "R", "ndcg@k": "nDCG", "mrr@k": "RR", "map@k": "APCap"}
 
@@ -103,17 +93,13 @@ class GpukitInformationRetrievalEvaluator(InformationRetrievalEvaluator):
         names = [f"{FAMILIES[key]}@{k}" for key, values in ks.items() for k in values]
         qids = list(self.queries_ids)
         out = {}
-        # Small searches (SciFact: 300 x 5,183 scores) on a busy machine run on one intra-op
-        # thread, matmul included (see SMALL_SEARCH_SCORES); others keep the caller's count.
-        one_thread = len(qids) * len(corpus) < SMALL_SEARCH_SCORES and machine_busy()
-        with threads_for(0 if one_thread else SMALL_WORK, queries.device):
-            for name, metric in metrics.items():
-                ranks = _search_by_id_rank(ExactIndex, metric, corpus_embeddings, queries.float(), depth, id_rank)
-                # Scores that encode the ranking, so evaluate's own tie rule has nothing to break.
-                rank_scores = torch.arange(depth, 0, -1, device=ranks.device, dtype=torch.float64).expand(len(qids), depth)
-                report = gpukit.evaluate(qrels, gpukit.Run.from_topk(rank_scores, ranks, qids, corpus), names,
-                                         device=queries.device)
-                out[name] = {key: {k: report[f"{FAMILIES[key]}@{k}"].mean for k in values} for key, values in ks.items()}
+        for name, metric in metrics.items():
+            ranks = _search_by_id_rank(ExactIndex, metric, corpus_embeddings, queries.float(), depth, id_rank)
+            # Scores that encode the ranking, so evaluate's own tie rule has nothing to break.
+            rank_scores = torch.arange(depth, 0, -1, device=ranks.device, dtype=torch.float64).expand(len(qids), depth)
+            report = gpukit.evaluate(qrels, gpukit.Run.from_topk(rank_scores, ranks, qids, corpus), names,
+                                     device=queries.device)
+            out[name] = {key: {k: report[f"{FAMILIES[key]}@{k}"].mean for k in values} for key, values in ks.items()}
         return out
 
     def _fixed_inputs(self) -> tuple[torch.Tensor | None, Any, Any]:
@@ -121,11 +107,11 @@ class GpukitInformationRetrievalEvaluator(InformationRetrievalEvaluator):
         then reused (training calls the evaluator every few hundred steps): the
         rank of each corpus position's id among the sorted ids (``None``: the
         ids are sorted already), the sorted ids' doc keys
-        (:class:`gpukit.data.corpus_keys.CorpusKeys`) and the qrels of the
+        (:class:`gpukit.io.corpus_keys.CorpusKeys`) and the qrels of the
         queries. Rebuilt if ``corpus_ids``, ``queries_ids`` or the judgments are
         replaced (not if they are edited in place)."""
         import gpukit
-        from gpukit.data.corpus_keys import CorpusKeys
+        from gpukit.io.corpus_keys import CorpusKeys
 
         key = (id(self.corpus_ids), id(self.queries_ids), id(self.grades))
         cached = getattr(self, "_gpukit_fixed", None)

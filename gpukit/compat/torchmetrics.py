@@ -63,7 +63,6 @@ from gpukit.errors import GpukitError, UsageError
 from gpukit.evaluation import compute_measures
 from gpukit.measures import Measure, parse_measures
 from gpukit.pipelines.streaming import LIMBS, dense_ranking, from_fixed_point, to_fixed_point
-from gpukit.threads import threads_for
 
 __all__ = [
     "RetrievalHitRate", "RetrievalMAP", "RetrievalMRR", "RetrievalNormalizedDCG",
@@ -167,14 +166,8 @@ class _GpukitRetrievalMetric(Metric):
         return preds, target.to(torch.int32), indexes
 
     def update(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor) -> None:  # type: ignore[override]
-        """Add the queries of one batch; every query's rows must be in this call.
-
-        A batch below ``gpukit.threads.SMALL_WORK`` rows runs with one CPU
-        thread (a validation batch is small: torch's thread pool costs more
-        than it saves there, most on a busy machine); the count is restored after.
-        """
-        with threads_for(int(torch.as_tensor(preds).numel()), torch.as_tensor(preds).device):
-            self._update(preds, target, indexes)
+        """Add the queries of one batch; every query's rows must be in this call."""
+        self._update(preds, target, indexes)
 
     def _update(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor) -> None:
         preds, target, indexes = self._check(preds, target, indexes)

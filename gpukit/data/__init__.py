@@ -1,9 +1,8 @@
 """Judgments and runs: data containers and their readers.
 
 The names below are imported on first use (PEP 562 module ``__getattr__``),
-so that the torch-free readers (:mod:`gpukit.data.text_table`,
-:mod:`gpukit.data.run_texts`) can be imported without torch: ``gpukit eval``
-starts parsing a run file while torch is still being imported.
+so that ``import gpukit.data`` stays cheap and the torch-free readers in
+:mod:`gpukit.io` can be used without torch.
 """
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.arrow_numpy import string_array
-from gpukit.data.string_coding import string_codes
+from gpukit.io.arrow_numpy import string_array
+from gpukit.io.string_coding import string_codes
 from gpukit.errors import InputFormatError
 
 #: ``(query id, group id, doc id, "lines a and b" / "rows a and b") -> problem text``.

@@ -28,9 +28,9 @@ from typing import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.arrow_numpy import numpy_values, string_array
-from gpukit.data.string_coding import string_codes
-from gpukit.data.text_table import Column, read_table
+from gpukit.io.arrow_numpy import numpy_values, string_array
+from gpukit.io.string_coding import string_codes
+from gpukit.io.text_table import Column, read_table
 from gpukit.errors import InputFormatError
 
 _PREFS_COLUMNS = (

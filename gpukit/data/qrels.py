@@ -3,7 +3,7 @@
 A ``Qrels`` holds one row per judged (query, document) pair, sorted by query
 code then document key: query codes index a byte-wise sorted vocabulary, and
 document keys keep the ids' byte order (packed ids or vocabulary positions,
-see :mod:`gpukit.data.doc_space`). Grades are integers; a negative grade means "in the pool but not
+see :mod:`gpukit.io.doc_space`). Grades are integers; a negative grade means "in the pool but not
 judged" (trec_eval's convention): it is neither relevant nor non-relevant.
 """
 from __future__ import annotations
@@ -15,13 +15,12 @@ from typing import Any, Callable, Mapping, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.doc_space import DocSpace, Vocabulary, doc_keys
-from gpukit.data.nested_mapping import FlatMapping, flatten
-from gpukit.data.arrow_numpy import numpy_values, pandas_columns, release_arrow_memory, string_array
-from gpukit.data.string_coding import CodeRuns, string_codes, string_codes_or_runs
-from gpukit.data.text_table import Column, ParsedTable, read_table
+from gpukit.io.doc_space import DocSpace, Vocabulary, doc_keys
+from gpukit.io.nested_mapping import FlatMapping, flatten
+from gpukit.io.arrow_numpy import numpy_values, pandas_columns, string_array
+from gpukit.io.string_coding import CodeRuns, string_codes, string_codes_or_runs
+from gpukit.io.text_table import Column, ParsedTable, read_table
 from gpukit.errors import InputFormatError, echo
-from gpukit.threads import sized_threads
 
 #: The largest grade magnitude (ranking tensors are int32, -2**31 marks "not judged").
 MAX_ABS_GRADE = 2**31 - 2
@@ -78,10 +77,8 @@ class Qrels:
         q_codes, q_vocab = string_codes_or_runs(table.columns.pop("query_id"))
         if isinstance(q_codes, CodeRuns) and not q_codes.each_code_once():
             q_codes = q_codes.per_row()
-        release_arrow_memory(table.num_rows)
         d_codes, d_space = doc_keys(table.columns.pop("doc_id"), radix=True)
         grades = numpy_values(table.columns.pop("grade"))
-        release_arrow_memory(table.num_rows)
         return cls._from_codes(q_codes, q_vocab, d_codes, d_space, grades, table.source, table.line_of)
 
     @classmethod
@@ -92,7 +89,7 @@ class Qrels:
         are then one id; a pair given under both is a duplicate judgment, an
         error). Grades are integers (integral floats and bools accepted); a
         query with an empty dict has no judgments. Flattened in one pass
-        (:func:`gpukit.data.nested_mapping.flatten`).
+        (:func:`gpukit.io.nested_mapping.flatten`).
         """
         return cls.from_flat_mapping(flatten(judgments, source, strict=False, grades=True), source)
 
@@ -154,7 +151,6 @@ class Qrels:
         return cls.from_arrays(cols["query_col"], cols["doc_col"], grades, source=source)
 
     @classmethod
-    @sized_threads(lambda cls, q_codes, q_vocab, d_codes, *rest: len(d_codes))  # one thread on small inputs
     def _from_codes(cls, q_codes, q_vocab, d_codes, d_space, grades, source, line_of) -> "Qrels":
         # Rankings hold grades as int32 with -2**31 reserved for "not judged" and
         # need |grade| < 2**31 - 1 (the ideal-ranking sort packs 2**31 - 1 - grade);

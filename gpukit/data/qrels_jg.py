@@ -17,9 +17,9 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.arrow_numpy import numpy_values
+from gpukit.io.arrow_numpy import numpy_values
 from gpukit.data.grouped_judgments import build_grouped, checked_columns, grouped_dict, nested_columns
-from gpukit.data.text_table import Column, read_table
+from gpukit.io.text_table import Column, read_table
 
 _QRELS_JG_COLUMNS = (Column("query_id", "id"), Column("jg", "id"), Column("doc_id", "id"), Column("grade", "int"))
 

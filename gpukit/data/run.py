@@ -1,7 +1,7 @@
 """Retrieval runs as padded (Q, K) tensors, or blocks of them.
 
 A ``Run`` stores, for each query row, the retrieved documents as integer keys
-whose order is the ids' byte order (see :mod:`gpukit.data.doc_space`: the ids'
+whose order is the ids' byte order (see :mod:`gpukit.io.doc_space`: the ids'
 own packed bytes when they are short, else positions in a sorted vocabulary),
 and their scores. Each row is stored in trec_eval's ranking order (score
 descending, ties by docno descending) with padding (-1) at the end, so that
@@ -25,17 +25,14 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from gpukit.data.arrow_numpy import arrow_indices, numpy_values, pandas_columns, pc, release_arrow_memory, string_array
-from gpukit.data.corpus_keys import CorpusKeys, corpus_keys
-from gpukit.data.doc_space import DocSpace, doc_keys
-from gpukit.data.host_ranking import float32_exact, rank_rows_host
-from gpukit.data.nested_mapping import FlatMapping, flatten
-from gpukit.data.run_texts import _TREC_RUN_COLUMNS, read_run_table  # noqa: F401 (both were defined here)
-from gpukit.data.string_coding import CodeRuns, string_codes, string_codes_or_runs
-from gpukit.data.text_table import ParsedTable
+from gpukit.io.arrow_numpy import arrow_indices, numpy_values, pandas_columns, pc, string_array
+from gpukit.io.corpus_keys import CorpusKeys, corpus_keys
+from gpukit.io.doc_space import DocSpace, doc_keys
+from gpukit.io.nested_mapping import FlatMapping, flatten
+from gpukit.io.string_coding import CodeRuns, string_codes, string_codes_or_runs
+from gpukit.io.text_table import Column, ParsedTable, read_table
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import DeviceError, InputFormatError, UsageError, echo
-from gpukit.threads import sized_threads
 
 Dedup = Literal["error", "max", "first"]
 
@@ -57,6 +54,24 @@ def length_classes(lengths: np.ndarray) -> np.ndarray:
     its longest row at most doubles it."""
     powers = np.left_shift(np.int64(1), np.arange(63, dtype=np.int64))
     return np.searchsorted(powers, lengths, side="left")
+
+
+#: The columns of a TREC run line; the rank is not read (trec_eval re-ranks by score).
+TREC_RUN_COLUMNS = (
+    Column("query_id", "id"),
+    Column("q0", "skip"),
+    Column("doc_id", "id"),
+    Column("rank", "skip"),
+    Column("score", "float"),
+    Column("run_tag", "skip"),
+)
+
+
+def read_run_table(path: str | os.PathLike) -> ParsedTable:
+    """The parsed text of a TREC run file (``qid Q0 docno rank score tag``;
+    the rank column is skipped, the rest of a line after the tag ignored):
+    :meth:`Run.from_trec`'s first step, for :meth:`Run.from_table`."""
+    return read_table(path, TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,8 +129,8 @@ class Run:
 
     Attributes:
         query_ids: query id of each row (``pa.StringArray``, unique).
-        doc_space: how document keys map to ids (:class:`~gpukit.data.doc_space.PackedIds`,
-            :class:`~gpukit.data.doc_space.RadixIds` or a :class:`~gpukit.data.doc_space.Vocabulary`).
+        doc_space: how document keys map to ids (:class:`~gpukit.io.doc_space.PackedIds`,
+            :class:`~gpukit.io.doc_space.RadixIds` or a :class:`~gpukit.io.doc_space.Vocabulary`).
         doc_codes: (Q, K) int64 tensor of document keys in ``doc_space``,
             ordered as the ids are byte-wise; each row in ranking order
             (score desc, key desc), -1 marks padding (always at the row's end).
@@ -150,21 +165,19 @@ class Run:
         an error. A document retrieved twice for one query is an error naming
         both lines, unless ``dedup`` is ``"max"`` (keep the higher score) or
         ``"first"`` (keep the first line). Scores are strtod's decimal
-        spellings (see :mod:`gpukit.data.text_table`); ``path`` ``"-"`` reads
+        spellings (see :mod:`gpukit.io.text_table`); ``path`` ``"-"`` reads
         standard input.
         """
         return cls.from_table(read_run_table(path), name, dedup)
 
     @classmethod
     def from_table(cls, table: ParsedTable, name: str | None = None, dedup: Dedup = "error") -> "Run":
-        """:meth:`from_trec` of a run file's parsed text (:func:`read_run_table`),
-        for callers that read the text elsewhere (on another thread, see
-        :func:`gpukit.data.trec_files.read_trec_files`). ``table``'s columns are consumed."""
+        """:meth:`from_trec` of a run file's parsed text (:func:`read_run_table`).
+        ``table``'s columns are consumed."""
         source = table.source
         # Columns are popped as they are used so that their memory goes early.
         # A grouped file's query ids stay runs (no code per line): its layout needs no more.
         q_rows, q_vocab = string_codes_or_runs(table.columns.pop("query_id"))
-        release_arrow_memory(table.num_rows)
         # The parsed scores stay Arrow chunks until they are laid out, or made
         # one flat array chunk by chunk where the layout needs one (_from_flat).
         score_column = table.columns.pop("score")
@@ -172,7 +185,6 @@ class Run:
         scores = [ParsedScores(chunks, source, table.line_of)]
         del score_column, chunks
         d_codes, d_space = doc_keys(table.columns.pop("doc_id"), radix=True)
-        release_arrow_memory(table.num_rows)
         run_name = name if name is not None else os.path.basename(source)
         flat_docs = [d_codes]
         del d_codes  # _from_flat frees the flat keys and scores once they are laid out
@@ -186,7 +198,7 @@ class Run:
         are one id: a document given under both is retrieved twice, handled
         by ``dedup``). A query with an empty dict has no row, as in a TREC
         file. NaN scores are an error naming the query and document.
-        Flattened in one pass (:func:`gpukit.data.nested_mapping.flatten`);
+        Flattened in one pass (:func:`gpukit.io.nested_mapping.flatten`);
         with string keys no pair can repeat, so ``dedup`` has nothing to do.
         """
         flat = flatten(run, name, strict=False)
@@ -272,7 +284,7 @@ class Run:
         no per-query Python structure is built.
 
         The corpus key table is built and copied to the device once per
-        :class:`~gpukit.data.corpus_keys.CorpusKeys` (a ``pa.Array`` corpus
+        :class:`~gpukit.io.corpus_keys.CorpusKeys` (a ``pa.Array`` corpus
         keeps one while it lives). Off the CPU every check is read back in
         one device-to-host transfer (one more to drop rows without results).
         """
@@ -337,7 +349,6 @@ class Run:
         return cls(qids, corpus.space, codes, ranked_scores, name)
 
     @classmethod
-    @sized_threads(lambda cls, q_codes, q_vocab, d_codes, d_space, scores, *rest: _flat_rows(scores))  # one thread on small inputs
     def _from_flat(cls, q_codes, q_vocab, d_codes, d_space, scores, name, dedup, source, line_of, distinct_pairs=False) -> "Run":
         """Lay flat (row-aligned) query codes, doc keys and scores out as a Run.
 
@@ -356,7 +367,6 @@ class Run:
             lengths[runs.codes] = runs.lengths()
             if not lopsided(len(q_vocab), int(lengths.max(initial=0)), n_rows):
                 codes, score_t, first_lines = _grouped_layout(runs, d_codes, scores)
-                release_arrow_memory(n_rows)
 
                 def rows_of(q: int, code: int) -> list[int]:
                     # Only on error (rows still in file order): the file rows of that pair.
@@ -532,11 +542,7 @@ def _dedup_and_rank(codes, score_t, dedup, names, d_space, source, line_of, rows
             codes, score_t, _ = _sort_rows(codes, score_t)
             width = int((codes >= 0).sum(1).max())
             codes, score_t = codes[:, :width].contiguous(), score_t[:, :width].contiguous()
-    if codes.device.type == "cpu" and float32_exact(score_t.numpy()):
-        for rows in row_slices(*codes.shape):
-            rank_rows_host(codes[rows].numpy(), score_t[rows].numpy())  # views: sorted in place
-    else:
-        rank_rows_inplace(codes, score_t)
+    rank_rows_inplace(codes, score_t)
     return codes, score_t
 
 

@@ -28,8 +28,8 @@ import pyarrow as pa
 
 from gpukit.data.grouped_judgments import build_grouped, checked_columns, grouped_dict, nested_columns
 from gpukit.data.qrels_jg import JudgmentGroups
-from gpukit.data.arrow_numpy import numpy_values
-from gpukit.data.text_table import Column, read_table
+from gpukit.io.arrow_numpy import numpy_values
+from gpukit.io.text_table import Column, read_table
 
 _COLUMNS = (Column("query_id", "id"), Column("subtopic", "id"), Column("doc_id", "id"), Column("grade", "int"))
 

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 import torch
 
-from gpukit.data.corpus_keys import CorpusKeys
+from gpukit.io.corpus_keys import CorpusKeys
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.errors import UsageError

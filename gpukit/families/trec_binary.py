@@ -23,7 +23,6 @@ from gpukit.families.params import REL, _strip_quotes, flag, number
 from gpukit.families.registry import register
 from gpukit.families.spec import Alias, Family, Param, TrecSyntax
 from gpukit.metrics import trec_binary as kernels
-from gpukit.metrics.binary import row_counts
 from gpukit.ranking import NOT_JUDGED
 
 _R_RULE = "R > 0 (the query has a relevant judged document)"
@@ -147,7 +146,7 @@ def _one_number(name: str) -> Callable[[str], float]:
 
 # ----------------------------------------------------------------- kernels
 def _relevant_retrieved(r, m) -> torch.Tensor:
-    return row_counts(r.relevant(m.rel))
+    return r.relevant(m.rel).sum(1)
 
 
 def _iprec(r, m, cuts):
@@ -203,7 +202,7 @@ def _set_f(r, m, cuts):
 
 
 def _num_nonrel_judged_ret(r, m, cuts):
-    v = row_counts(r.judged() & ~r.relevant(m.rel)).to(torch.float64)[:, None]
+    v = (r.judged() & ~r.relevant(m.rel)).sum(1).to(torch.float64)[:, None]
     return v, always(v)
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import torch
 
 from gpukit.float_order import signed_order_bits
-from gpukit.threads import threads_for
 
 # Sentinel for "no candidate yet": it loses every tie against a real index.
 NO_INDEX = torch.iinfo(torch.int64).max
@@ -136,18 +135,16 @@ def merge_topk(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Merge two candidate sets per row and keep the best ``best_scores.shape[1]``.
 
-    Small merges (rows x candidates below :data:`gpukit.threads.SMALL_WORK`)
-    run on one intra-op thread. On the CPU, float32 scores with indices
+    On the CPU, float32 scores with indices
     below 2**31 are merged by one sort of ``(score bits << 31) | index``
     keys (distinct, so no stable sort is needed) instead of two stable sorts.
     """
     k = best_scores.shape[1]
     scores, indices = torch.cat([best_scores, new_scores], dim=1), torch.cat([best_indices, new_indices], dim=1)
-    with threads_for(scores.numel(), scores.device):
-        if _packable(scores, indices):
-            best = torch.sort((_descending_key(scores) << 31) | indices, dim=1).indices[:, :k]
-            return scores.gather(1, best), indices.gather(1, best)
-        scores, indices = sort_by_score_then_index(scores, indices)
+    if _packable(scores, indices):
+        best = torch.sort((_descending_key(scores) << 31) | indices, dim=1).indices[:, :k]
+        return scores.gather(1, best), indices.gather(1, best)
+    scores, indices = sort_by_score_then_index(scores, indices)
     return scores[:, :k], indices[:, :k]
 
 

@@ -13,7 +13,6 @@ enter a mean is the evaluation layer's convention, not the kernel's.
 """
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from gpukit.metrics.cutoffs import Cutoffs, ordered_prefix_at, prefix_at, safe_divide, truncate
@@ -34,21 +33,10 @@ def _hits_at(rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None) -> 
     if hits is not None:
         return prefix_at(hits, cutoffs).to(torch.float64)
     q, width = rel.shape
-    cols = [row_counts(rel[:, : (width if k is None else min(int(k), width))]) for k in cutoffs]
+    cols = [rel[:, : (width if k is None else min(int(k), width))].sum(1) for k in cutoffs]
     if len(cols) == 1:  # a view, not a stacked copy, before the widening copy
         return cols[0][:, None].to(torch.float64)
     return torch.stack(cols, dim=1).to(torch.float64) if cols else rel.new_zeros((q, 0), dtype=torch.float64)
-
-
-def row_counts(mask: torch.Tensor) -> torch.Tensor:
-    """(Q,) int64 number of True entries per row of a (Q, k) bool mask.
-
-    Counts are exact whatever the order, so the CPU path may use NumPy, whose
-    short-row counting is about ten times faster than torch's row reduction.
-    """
-    if mask.device.type == "cpu" and mask.shape[1] > 0 and not torch.compiler.is_compiling():
-        return torch.from_numpy(np.count_nonzero(mask.numpy(), axis=1).astype(np.int64, copy=False))
-    return mask.sum(1)
 
 
 def _k(rel: torch.Tensor, cutoffs: Cutoffs, low: int | None = None, high: int | None = None) -> torch.Tensor:
@@ -123,47 +111,14 @@ def average_precision(
     not and whatever k is (trec_eval's map and map_cut).
     """
     rel = truncate(rel, cutoffs)
-    # The sparse CPU path has data-dependent shapes; a compiled graph takes the dense one.
-    if rel.device.type == "cpu" and hits is None and not torch.compiler.is_compiling():
-        sums = _sparse_precision_sums(rel, cutoffs)
-    else:
-        hits = running_hits(rel) if hits is None else hits[:, : rel.shape[1]]
-        ranks = torch.arange(1, rel.shape[1] + 1, device=rel.device, dtype=torch.float64)
-        # Same-dtype in-place steps: mixed int/float/bool arithmetic is several
-        # times slower on CPU.
-        precision_at_rel = hits.to(torch.float64).div_(ranks).masked_fill_(~rel, 0.0)
-        sums = ordered_prefix_at(precision_at_rel, cutoffs)
+    hits = running_hits(rel) if hits is None else hits[:, : rel.shape[1]]
+    ranks = torch.arange(1, rel.shape[1] + 1, device=rel.device, dtype=torch.float64)
+    # Same-dtype in-place steps: mixed int/float/bool arithmetic is several
+    # times slower on CPU.
+    precision_at_rel = hits.to(torch.float64).div_(ranks).masked_fill_(~rel, 0.0)
+    sums = ordered_prefix_at(precision_at_rel, cutoffs)
     return safe_divide(sums, num_rel[:, None])
 
-
-def _sparse_precision_sums(rel: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
-    """Sum of P@i over the relevant ranks i <= k, (Q, C), from the relevant
-    positions alone (CPU).
-
-    The j-th relevant document of a row, at rank i, contributes j / i. The
-    terms of a row are added left to right starting from 0 (``np.bincount``
-    adds its weights in input order), which is bitwise the dense fixed-order
-    sum of :func:`ordered_prefix_at`: the dense sum only adds exact zeros in
-    between. Work is proportional to the relevant documents, not to Q x K.
-    """
-    q, width = rel.shape
-    out = np.zeros((q, len(cutoffs)), dtype=np.float64)
-    if width == 0 or q == 0:
-        return torch.from_numpy(out)
-    flat = np.flatnonzero(rel.contiguous().numpy().reshape(-1))  # row-major: ranks ascend within a row
-    row = flat // width
-    col = flat - row * width
-    counts = np.bincount(row, minlength=q)
-    first = np.cumsum(counts) - counts
-    j = np.arange(1, len(flat) + 1, dtype=np.int64) - first[row]
-    term = j.astype(np.float64) / (col + 1).astype(np.float64)
-    for c, k in enumerate(cutoffs):
-        if k is None or int(k) >= width:
-            out[:, c] = np.bincount(row, weights=term, minlength=q)
-        else:
-            keep = col < int(k)
-            out[:, c] = np.bincount(row[keep], weights=term[keep], minlength=q)
-    return torch.from_numpy(out)
 
 
 def r_precision(rel: torch.Tensor, num_rel: torch.Tensor, hits: torch.Tensor | None = None) -> torch.Tensor:
@@ -176,7 +131,7 @@ def r_precision(rel: torch.Tensor, num_rel: torch.Tensor, hits: torch.Tensor | N
         found = hits.gather(1, col[:, None]).to(torch.float64)
     else:
         top_r = torch.arange(width, device=rel.device)[None, :] < num_rel[:, None]
-        found = row_counts(rel & top_r)[:, None].to(torch.float64)
+        found = (rel & top_r).sum(1)[:, None].to(torch.float64)
     return safe_divide(found, num_rel[:, None])
 
 

@@ -8,7 +8,7 @@ import tempfile
 
 from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
-from gpukit.data.text_table import is_gzip, open_gzip
+from gpukit.io.text_table import is_gzip, open_gzip
 from gpukit.errors import GpukitError, TrecEvalError
 from gpukit.trec_eval.options import Options, c_atof
 
@@ -31,7 +31,7 @@ def run_tag(path: str) -> str:
     with bad bytes replaced. Plain files are read backwards from the end;
     gzip files (told by their magic bytes, as the readers tell them) are
     inflated through in chunks, by the readers' library
-    (:func:`gpukit.data.text_table.open_gzip`).
+    (:func:`gpukit.io.text_table.open_gzip`).
     """
     if is_gzip(path):
         return _tag_of(_last_result_line_of_stream(path) or "")

@@ -4,7 +4,7 @@ Zero-copy views of Arrow buffers as NumPy (:func:`numpy_values`,
 :func:`value_offsets`, :func:`value_bytes`), Arrow index arrays over NumPy
 buffers (:func:`arrow_indices`), string columns normalised to plain string
 chunks (:func:`string_chunks`, :func:`string_array`), pandas columns as Arrow
-(:func:`pandas_columns`), Arrow's memory pools, a small thread map, and
+(:func:`pandas_columns`), a small thread map, and
 ``pc``, ``pyarrow.compute`` imported on first use.
 
 Why not ``to_numpy`` / ``pa.array`` everywhere: in pyarrow both import pandas
@@ -13,18 +13,16 @@ line would otherwise pay.
 """
 from __future__ import annotations
 
-import gc
 import importlib
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from gpukit.errors import InputFormatError, UsageError, UsageTypeError
-from gpukit.machine_load import free_cores
 
 
 class LazyModule:
@@ -32,9 +30,8 @@ class LazyModule:
     ``sys.modules`` (a dict look-up) on every later one.
 
     Why: ``pyarrow.compute`` builds a Python wrapper for each of Arrow's
-    several hundred kernels when imported; in a process that has imported
-    torch, the garbage collections those allocations trigger walk torch's
-    objects too, which made it ~0.1-0.2 s of ``gpukit eval``'s start-up.
+    several hundred kernels when imported, a fixed cost that a small
+    evaluation from the command line would otherwise pay at start-up.
     Modules that only sometimes call a kernel name it through this instead.
     """
 
@@ -43,21 +40,10 @@ class LazyModule:
 
     def __getattr__(self, attr: str):
         module = sys.modules.get(self._name)
-        # A module another thread is still importing is in sys.modules half
-        # built (a reader thread, gpukit.data.trec_files): import_module then
-        # waits for that import to finish.
+        # A module still being imported (by another thread) is in sys.modules
+        # half built: import_module then waits for that import to finish.
         if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):
-            # The collections the import's allocations trigger would walk every
-            # object of the process (torch's included) and free nothing of
-            # the import's own: collection is paused for its duration, and
-            # restored as it was.
-            was_enabled = gc.isenabled()
-            gc.disable()
-            try:
-                module = importlib.import_module(self._name)
-            finally:
-                if was_enabled:
-                    gc.enable()
+            module = importlib.import_module(self._name)
         return getattr(module, attr)
 
 
@@ -176,13 +162,11 @@ def string_chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
 
 def parallel_map(fn: Callable, items: Sequence) -> list:
     """``[fn(x) for x in items]`` on a few threads (NumPy and Arrow release the
-    GIL in these loops): at most 8, and no more than the cores gpukit's own
-    background work leaves free (:func:`gpukit.machine_load.free_cores`; none
-    beyond the calling thread while the read-ahead worker parses on a 2-core
-    machine). A pool per call: nothing lingers to break a fork."""
-    if len(items) <= 1:  # the usual case on small inputs: no pool to size
-        return [fn(x) for x in items]
-    workers = min(len(items), free_cores(), 8)
+    GIL in these loops): at most 8, and no more than the processors this
+    process may use; the count depends on the machine, never on its load,
+    and no value depends on it. A pool per call: nothing lingers to break a fork."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    workers = min(len(items), cores, 8)
     if workers <= 1:
         return [fn(x) for x in items]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpukit-codes") as pool:
@@ -225,42 +209,6 @@ def pandas_columns(df, columns: dict[str, str], who: str, source: str, ids: Sequ
     return out
 
 
-_PARSE_POOLS: list = []
-
-
-def parse_pool() -> pa.MemoryPool:
-    """Memory pool for parsed blocks: jemalloc when pyarrow has it. The
-    skipped columns, parsed only to be checked, are freed block by block
-    between the kept ones; jemalloc purges such freed pages after its decay
-    time, where the default (mimalloc) pool kept ~40% more resident at 100M
-    lines. Its settings are left as they are."""
-    if not _PARSE_POOLS:
-        try:
-            pool = pa.jemalloc_memory_pool()
-        except (NotImplementedError, AttributeError, pa.ArrowException):  # pragma: no cover - build without jemalloc
-            pool = pa.default_memory_pool()
-        _PARSE_POOLS.append(pool)
-    return _PARSE_POOLS[0]
-
-
-#: Tables below this many rows free too little for :func:`release_arrow_memory`
-#: to be worth its allocator calls (~20 us each after a free, five per small evaluation).
-RELEASE_MIN_ROWS = 1 << 16
-
-
-def release_arrow_memory(rows: int | None = None) -> None:
-    """Hand memory freed by Arrow back to the system (big readers call this
-    after dropping their parsed columns, so that peak RSS stays low).
-    ``rows``: the rows of the table whose columns were dropped; below
-    ``RELEASE_MIN_ROWS`` nothing is done (a few KB stay with the allocator)."""
-    if rows is not None and rows < RELEASE_MIN_ROWS:
-        return
-    for pool in {id(p): p for p in [pa.default_memory_pool(), *_PARSE_POOLS]}.values():
-        try:
-            pool.release_unused()
-        except (AttributeError, NotImplementedError):  # pragma: no cover - older pyarrow
-            pass
-
 
 def string_array(values) -> pa.Array:
     """Ids as one Arrow string array: Arrow arrays are cast (dictionaries decoded),
@@ -273,20 +221,3 @@ def string_array(values) -> pa.Array:
             values = values.dictionary_decode()
         return values if values.type == pa.string() else values.cast(pa.string())
     return pa.array(values, pa.string())
-
-
-@contextmanager
-def arrow_threads(count: int | None) -> Iterator[None]:
-    """Arrow's CPU thread pool (which parses text, :mod:`gpukit.data.text_table`)
-    at ``count`` threads in the block, restored after it (None: unchanged).
-    Process-wide: for a program, such as ``gpukit eval`` while it imports torch
-    beside a parse, not for a library call."""
-    if count is None:
-        yield
-        return
-    before = pa.cpu_count()
-    pa.set_cpu_count(count)
-    try:
-        yield
-    finally:
-        pa.set_cpu_count(before)

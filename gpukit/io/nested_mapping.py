@@ -24,7 +24,7 @@ from typing import Mapping
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.string_coding import string_codes
+from gpukit.io.string_coding import string_codes
 from gpukit.errors import InputFormatError, UsageTypeError, echo
 
 _VALUES = methodcaller("values")

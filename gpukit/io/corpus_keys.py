@@ -1,7 +1,7 @@
 """Doc keys of a corpus in index order, built once and kept per device.
 
 ``Run.from_topk`` maps search positions (indices into the corpus as it was
-added to an index) to doc keys (:mod:`gpukit.data.doc_space`) with one
+added to an index) to doc keys (:mod:`gpukit.io.doc_space`) with one
 gather. Building that key table packs or sorts every corpus id, and copying
 it to the device moves 8 bytes per corpus document; a :class:`CorpusKeys`
 does both once per corpus (and once per device), however many runs are
@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from gpukit.data.doc_space import DocSpace, PackedIds, Vocabulary, pack_ids, sorted_distinct
-from gpukit.data.arrow_numpy import arrow_indices, numpy_values, pc
+from gpukit.io.doc_space import DocSpace, PackedIds, Vocabulary, pack_ids, sorted_distinct
+from gpukit.io.arrow_numpy import arrow_indices, numpy_values, pc
 from gpukit.errors import InputFormatError
 
 
@@ -27,8 +27,8 @@ class CorpusKeys:
     """The doc space and the key of each corpus position of ``doc_ids``.
 
     Attributes:
-        space: :class:`~gpukit.data.doc_space.PackedIds` or a
-            :class:`~gpukit.data.doc_space.Vocabulary` of the corpus ids.
+        space: :class:`~gpukit.io.doc_space.PackedIds` or a
+            :class:`~gpukit.io.doc_space.Vocabulary` of the corpus ids.
         keys: (N,) int64 NumPy key of each position.
     """
 

@@ -18,7 +18,7 @@ back to the string. Three key spaces provide them:
   a byte histogram and one pass over the bytes. Used for runs whose longer
   ids fit 62 bits that way; a TREC track's docnos do.
 * :class:`Vocabulary` -- the key is the position in a byte-wise sorted list of
-  distinct ids (built by sorting, see :func:`~gpukit.data.string_coding.string_codes`):
+  distinct ids (built by sorting, see :func:`~gpukit.io.string_coding.string_codes`):
   any ids, at the cost of that sort. Qrels use it for ids of more than 8 bytes.
 
 Key -1 is reserved for "no document" (padding) in every space.
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.arrow_numpy import arrow_indices, parallel_map, string_chunks, value_offsets
-from gpukit.data.radix_translate import translate_radix_keys
-from gpukit.data.string_coding import (
+from gpukit.io.arrow_numpy import arrow_indices, parallel_map, string_chunks, value_offsets
+from gpukit.io.radix_translate import translate_radix_keys
+from gpukit.io.string_coding import (
     ByteRows,
     KeyPlan,
     has_nul,
@@ -111,7 +111,7 @@ class PackedIds:
 @dataclass(frozen=True, eq=False)
 class RadixIds:
     """Keys are the ids read as mixed-radix numbers over the byte values seen
-    at each position (see :func:`~gpukit.data.string_coding.radix_keys`):
+    at each position (see :func:`~gpukit.io.string_coding.radix_keys`):
     ids of any length up to 64 bytes whose variety fits 62 bits, typically
     TREC docnos like ``LA010189-0001``. Computing the keys needs no sort and
     no vocabulary; the space is its alphabet (``plan``), and two spaces with

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.arrow_numpy import (
+from gpukit.io.arrow_numpy import (
     arrow_indices,
     numpy_values,
     parallel_map,

@@ -1,0 +1,500 @@
+"""Whitespace-separated text tables (TREC files) read into Arrow columns (no torch).
+
+One path for every input. The text is read in blocks of ``BLOCK_BYTES``
+(cut after a newline) from one stream: the file itself, or its gzip text
+(:mod:`gpukit.io.compressed`); a path that is not a regular file is first
+copied once into a temporary file. Each block is made single-space separated
+without moving a newline (tabs, CR, FF and VT become spaces in one C-level
+pass; doubled, leading and trailing spaces, rare, are collapsed by a few
+``bytes.replace`` passes; comment lines are emptied) and parsed by pyarrow's
+CSV reader with id columns as plain Arrow strings, so that a 100M-line run
+never becomes 100M Python strings. A block that does not parse is scanned
+line by line so that the error names the file, the line and the problem;
+line numbers are counted only then.
+
+What is accepted (and the error scan checks exactly the same rules):
+
+* Fields are separated by runs of space, tab, CR, FF or VT; any other ASCII
+  control character (U+0000-U+0008, U+000E-U+001F, which ``str.split``
+  would treat as whitespace or keep) is an error. A line whose first field
+  starts with ``#`` is a comment; empty lines are skipped.
+* A UTF-8 byte order mark is skipped as the file's first three bytes; anywhere
+  else it is an error (it is invisible, and would change an id).
+* Scores (``float`` columns): the whole field is ASCII ``[+-]digits[.digits]``
+  or ``[+-].digits``, optionally with an exponent ``e[+-]digits``, or
+  ``inf``/``infinity``/``nan`` in any case (NaN is rejected by the run
+  reader): strtod's decimal forms. Hexadecimal floats, digit separators
+  (``1_000``), non-ASCII digits and trailing text (which ``atof`` would
+  ignore) are errors. Magnitudes beyond float64 read as +-inf, as strtod does.
+* Integers (``int`` columns, qrels grades): ASCII digits with an optional
+  leading ``-`` and within int64; ``+1``, ``0x1``, ``1e3`` and ``1_000`` are
+  errors (``atoi`` would silently read some of them as another number).
+* A line may hold at most ``MAX_LINE_BYTES`` (1 MiB) before its newline.
+* ``-`` is standard input; a pipe or FIFO is read exactly once, into a
+  temporary file that lives as long as the parsed table (so that errors can
+  still name lines).
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+import stat
+import sys
+import tempfile
+import weakref
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, echo
+from gpukit.io.arrow_numpy import plain_int64
+from gpukit.io.compressed import GZIP_MAGIC, gzip_errors, is_gzip, open_gzip
+
+BLOCK_BYTES = 64 << 20
+#: Texts below this many bytes are parsed by Arrow on the calling thread:
+#: handing a small text to Arrow's thread pool costs more than it overlaps.
+#: The one size rule of the readers; it changes speed only, never a value.
+SMALL_INPUT_BYTES = 16 << 20
+#: The longest line (bytes before its newline) a reader accepts: bounds the
+#: memory a file without newlines (``/dev/zero``) can take.
+MAX_LINE_BYTES = 1 << 20
+
+#: The score spellings accepted (see the module docstring).
+FLOAT_TEXT = re.compile(
+    r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf(?:inity)?|nan(?:\([0-9A-Za-z_]*\))?))"
+)
+#: The integer spelling accepted (qrels grades).
+INT_TEXT = re.compile(r"-?[0-9]+")
+_FIELD_SEP = re.compile(rb"[ \t\r\f\v]+")
+_BAD_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1f]")
+_BOM = b"\xef\xbb\xbf"
+_SPOOL_CHUNK = 1 << 20
+_COMMENT_LINE = re.compile(rb"^[ \t\r\f\v]*#[^\n]*", re.MULTILINE)
+#: Tab, CR, FF and VT become spaces (one C-level pass over a block).
+_TO_SPACE = bytes.maketrans(b"\t\r\f\v", b"    ")
+#: Every byte but the control bytes a normalised block must not hold (all below 0x20 but the newline).
+_NOT_CONTROL = bytes(b for b in range(256) if b >= 0x20 or b == 0x0A)
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a whitespace table: its name, and the kind it parses to."""
+
+    name: str
+    kind: str  # "id" (string, coded by ``string_codes``), "float", "int" or "skip"
+
+
+@dataclass
+class ParsedTable:
+    """Parsed columns plus what is needed to map a row back to its line."""
+
+    source: str
+    columns: dict[str, pa.ChunkedArray]
+    num_rows: int
+    # (byte offset, byte length, first line or None until needed, rows); blocks are contiguous from byte 0.
+    _blocks: list[tuple[int, int, int | None, int]] = field(default_factory=list)
+    _opener: Callable[[], io.BufferedIOBase] | None = None
+
+    def _first_line(self, index: int) -> int:
+        """1-based line number of block ``index``'s first line (counted lazily: errors only)."""
+        offset, length, first_line, rows = self._blocks[index]
+        if first_line is None:
+            assert self._opener is not None
+            first_line = 1 + _count_newlines(self._opener, offset)
+            self._blocks[index] = (offset, length, first_line, rows)
+        return first_line
+
+    def line_of(self, row: int) -> int | None:
+        """1-based line number of data row ``row`` (slow; for error messages)."""
+        for index, (offset, length, _, rows) in enumerate(self._blocks):
+            if row < rows:
+                assert self._opener is not None
+                first_line = self._first_line(index)
+                with self._opener() as fh:
+                    _skip(fh, offset)
+                    block = fh.read(length)
+                if offset == 0 and block.startswith(_BOM):  # skipped by the parse too
+                    block = block[len(_BOM):]
+                for i, line in enumerate(block.split(b"\n")):
+                    if _is_data_line(line):
+                        if row == 0:
+                            return first_line + i
+                        row -= 1
+                return None
+            row -= rows
+        return None
+
+
+def _count_newlines(opener: Callable[[], io.BufferedIOBase], end: int) -> int:
+    """Newlines in the first ``end`` bytes of a file (slow path for error messages)."""
+    count = 0
+    with opener() as fh:
+        while end > 0:
+            data = fh.read(min(end, BLOCK_BYTES))
+            if not data:
+                break
+            count += data.count(b"\n")
+            end -= len(data)
+    return count
+
+
+def _skip(fh: io.BufferedIOBase, offset: int) -> None:
+    if fh.seekable():
+        fh.seek(offset)
+    else:  # pragma: no cover - gzip streams are seekable, kept for safety
+        fh.read(offset)
+
+
+def _is_data_line(line: bytes) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith(b"#")
+
+
+def _normalise(block: bytes) -> bytes:
+    """``block`` single-space separated, no space at a line's edges, comment
+    lines emptied; no newline moves, so line numbers stay those of the file.
+    Real runs are tab- or single-space separated: then this is one
+    ``translate`` and four ``in`` scans."""
+    if b"#" in block:
+        block = _COMMENT_LINE.sub(b"", block)
+    block = block.translate(_TO_SPACE)
+    while b"  " in block:  # aligned columns: each pass halves every run of spaces
+        block = block.replace(b"  ", b" ")
+    if b"\n " in block:
+        block = block.replace(b"\n ", b"\n")
+    if b" \n" in block:
+        block = block.replace(b" \n", b"\n")
+    if block[:1] == b" ":
+        block = block[1:]
+    if block[-1:] == b" ":
+        block = block[:-1]
+    return block
+
+
+def _has_control_byte(block: bytes) -> bool:
+    """Whether ``block`` holds a byte below 0x20 other than the newline."""
+    return bool(block.translate(None, _NOT_CONTROL))
+
+
+def _arrow_type(kind: str) -> pa.DataType:
+    return {"id": pa.string(), "float": pa.float64(), "int": pa.int64(), "skip": pa.string()}[kind]
+
+
+def _parse_type(kind: str) -> pa.DataType:
+    """The type a column is parsed as: integers as text, checked and converted by ``_parse_ints``."""
+    return pa.string() if kind == "int" else _arrow_type(kind)
+
+
+def _diagnose(
+    source: str, block: bytes, first_line: int, columns: Sequence[Column], what: str, extra_ok: bool = False
+) -> InputFormatError:
+    """Find the first bad line in a block by a plain scan and describe it.
+
+    The rules are the parser's (see the module docstring): fields split on
+    space, tab, CR, FF and VT only, and only id, score and grade fields are
+    decoded, so that a line the parser accepts is never reported.
+    """
+    for i, raw in enumerate(block.split(b"\n")):
+        line_no = first_line + i
+        if line_no == 1 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            return InputFormatError(source, line_no, "not UTF-8: the file starts with a UTF-16 byte order mark (convert it to UTF-8)")
+        if not _is_data_line(raw):
+            continue
+        bad = _BAD_CONTROL.search(raw)
+        if bad:
+            return InputFormatError(
+                source, line_no,
+                f"control character U+{ord(bad.group()):04X} at byte {bad.start() + 1} of the line "
+                f"(fields are separated by spaces, tabs, CR, FF or VT only): {echo(raw)}",
+            )
+        if _BOM in raw:
+            return InputFormatError(
+                source, line_no, "byte order mark (U+FEFF) inside the file; it is only skipped as the file's first bytes (concatenated files?)"
+            )
+        fields = _FIELD_SEP.split(raw.strip(b" \t\r\f\v"))
+        if len(fields) < len(columns) or (len(fields) > len(columns) and not extra_ok):
+            names = " ".join(c.name for c in columns)
+            expected = f"at least {len(columns)}" if extra_ok else str(len(columns))
+            return InputFormatError(
+                source, line_no, f"expected {expected} columns ({names}) in a {what} file, got {len(fields)}: {echo(raw.strip())}"
+            )
+        for col, field_bytes in zip(columns, fields):
+            if col.kind == "skip":
+                continue
+            try:
+                value = field_bytes.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                start = raw.find(field_bytes) + exc.start
+                return InputFormatError(source, line_no, f"not valid UTF-8 ({exc.reason} at byte {start})")
+            if col.kind == "float" and not FLOAT_TEXT.fullmatch(value):
+                return InputFormatError(
+                    source, line_no, f"{col.name} {echo(value)} is not a number (decimal digits with optional sign, point and exponent, or inf)"
+                )
+            if col.kind == "int":
+                if not INT_TEXT.fullmatch(value):
+                    return InputFormatError(
+                        source, line_no, f"{col.name} {echo(value)} is not an integer (ASCII digits with an optional leading '-')"
+                    )
+                if not -(2**63) <= int(value) < 2**63:
+                    return InputFormatError(source, line_no, f"{col.name} {echo(value)} out of range (beyond 64 bits)")
+    return InputFormatError(source, None, f"could not parse the {what} file (no single bad line found in lines {first_line}+)")
+
+
+def _parse_ints(table: pa.Table, names: Sequence[str]) -> pa.Table | None:
+    """Integer columns parsed as text turned into int64; None if one field is
+    not a plain decimal integer within int64 (see :func:`plain_int64`)."""
+    for name in names:
+        converted = plain_int64(table.column(name))
+        if converted is None:
+            return None
+        table = table.set_column(table.schema.get_field_index(name), name, converted)
+    return table
+
+
+class _LineTooLong(Exception):
+    """Raised by the block readers: the line at file offset ``offset`` is too long."""
+
+    def __init__(self, offset: int, head: bytes) -> None:
+        super().__init__(offset)
+        self.offset = offset
+        self.head = head
+
+
+def _long_line(buf, start: int, end: int, limit: int) -> int:
+    """Start of the first line in ``buf[start:end]`` longer than ``limit``
+    bytes (newline excluded), or -1. A line longer than ``limit`` covers a
+    whole window of ``limit // 2`` bytes without a newline, so one memchr per
+    window suffices; only such a window is measured exactly."""
+    step = max(limit // 2, 1)
+    pos = start
+    while pos + step <= end:
+        if buf.find(b"\n", pos, pos + step) >= 0:
+            pos += step
+            continue
+        line_start = max(start, buf.rfind(b"\n", start, pos) + 1)
+        nl = buf.find(b"\n", pos + step, min(end, line_start + limit + 1))
+        line_end = nl if nl >= 0 else min(end, line_start + limit + 1)
+        if line_end - line_start > limit:
+            return line_start
+        pos = line_end + 1
+    return -1
+
+
+def _too_long(source: str, line: int, head: bytes) -> InputFormatError:
+    return InputFormatError(
+        source, line, f"line longer than {MAX_LINE_BYTES} bytes (the longest line a reader accepts): {echo(head)}"
+    )
+
+
+def _spool(stream, source: str) -> str:
+    """Copy an input that cannot be read twice (pipe, FIFO, stdin, device)
+    into a temporary file, reading it once, whole; returns the file's path.
+    An uncompressed input stops at the first line longer than
+    ``MAX_LINE_BYTES`` (so ``/dev/zero`` fails at once)."""
+    fd, path = tempfile.mkstemp(prefix="gpukit-input-")
+    cap = 4 * ECHO_CHARS
+    try:
+        with os.fdopen(fd, "wb") as out:
+            head, newlines, line_len, line_head = b"", 0, 0, b""
+            while True:
+                chunk = stream.read(_SPOOL_CHUNK)
+                if not chunk:
+                    break
+                out.write(chunk)
+                if len(head) < 2:
+                    head += chunk[:2]
+                if head[:2] == GZIP_MAGIC:
+                    continue  # lines are checked once decompressed
+                count = chunk.count(b"\n")
+                if count:
+                    newlines += count
+                    tail = chunk[chunk.rfind(b"\n") + 1 :]
+                    line_len, line_head = len(tail), tail[:cap]
+                else:
+                    line_len += len(chunk)
+                    line_head += chunk[: cap - len(line_head)]
+                if line_len > MAX_LINE_BYTES:
+                    raise _too_long(source, newlines + 1, line_head)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:  # pragma: no cover - already gone
+        pass
+
+
+def check_stdin_once(paths: Sequence[str]) -> None:
+    """Standard input (``-``) can be read once: an error if it is named twice."""
+    if sum(os.fspath(p) == "-" for p in paths) > 1:
+        raise GpukitError("standard input ('-') can be read only once: give it for the qrels or for one run, not both")
+
+
+def _cut_extra_fields(block: bytes, n_fields: int) -> bytes:
+    """Drop everything after the ``n_fields``-th field of each (normalised) line."""
+    pattern = re.compile(rb"^((?:[^ \n]+ ){%d}[^ \n]+) [^\n]*" % (n_fields - 1), re.MULTILINE)
+    return pattern.sub(rb"\1", block)
+
+
+def _blocks(fh: io.BufferedIOBase) -> Iterator[tuple[int, bytes]]:
+    """``(file offset, text)`` of each block of a stream, cut after its last
+    newline (the rest carried into the next block); raises :class:`_LineTooLong`."""
+    offset, carry = 0, b""
+    while True:
+        data = fh.read(BLOCK_BYTES)
+        block = carry + data if carry else data
+        if not data:
+            if block:
+                if len(block) > MAX_LINE_BYTES and _long_line(block, 0, len(block), MAX_LINE_BYTES) >= 0:
+                    raise _LineTooLong(offset, block[: 4 * ECHO_CHARS])
+                yield offset, block
+            return
+        cut = block.rfind(b"\n") + 1
+        if cut == 0:  # no newline yet: one line longer than a block, or a line too long
+            if len(block) > MAX_LINE_BYTES:
+                raise _LineTooLong(offset, block[: 4 * ECHO_CHARS])
+            carry = block
+            continue
+        long = _long_line(block, 0, cut, MAX_LINE_BYTES)
+        if long >= 0:
+            raise _LineTooLong(offset + long, block[long : long + 4 * ECHO_CHARS])
+        carry = block[cut:]
+        yield offset, block[:cut] if carry else block
+        offset += cut
+
+
+def read_table(path: str | os.PathLike, columns: Sequence[Column], what: str, rest_of_line_ignored: bool = False) -> ParsedTable:
+    """Read a whitespace-separated table; ``what`` names the format in errors.
+
+    With ``rest_of_line_ignored`` a line may carry more fields than columns and
+    the extra ones are ignored (trec_eval reads the run tag and skips the rest
+    of the line); too few fields is always an error. Id columns come back as
+    plain ``pa.string()`` chunks. ``path`` ``"-"`` is standard input (named
+    ``<stdin>`` in errors); a directory, a missing or unreadable path is an
+    error naming it.
+    """
+    source = os.fspath(path)
+    spooled: str | None = None
+    if source == "-":
+        source = "<stdin>"
+        spooled = _spool(sys.stdin.buffer, source)
+    else:
+        try:
+            mode = os.stat(source).st_mode
+        except FileNotFoundError:
+            raise InputFormatError(source, None, "no such file") from None
+        except OSError as exc:
+            raise InputFormatError(source, None, f"cannot open: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(mode):
+            raise InputFormatError(source, None, "is a directory, not a file")
+        if not stat.S_ISREG(mode):
+            try:
+                stream = open(source, "rb")
+            except OSError as exc:
+                raise InputFormatError(source, None, f"cannot open: {exc.strerror or exc}") from None
+            with stream:
+                spooled = _spool(stream, source)
+    try:
+        table = _read_file(source, spooled or source, columns, what, rest_of_line_ignored)
+    except BaseException:
+        if spooled:
+            _remove(spooled)
+        raise
+    if spooled:
+        weakref.finalize(table, _remove, spooled)  # line numbers of later errors still read it
+    return table
+
+
+class _BlockParser:
+    """Parses one normalised block into a table of the wanted columns."""
+
+    def __init__(self, source: str, columns: Sequence[Column], what: str, rest_of_line_ignored: bool, opener, threads: bool) -> None:
+        self.source, self.columns, self.what, self.rest = source, columns, what, rest_of_line_ignored
+        self.opener = opener
+        self.wanted = [c.name for c in columns if c.kind != "skip"]
+        self.ints = [c.name for c in columns if c.kind == "int"]
+        self.read = pacsv.ReadOptions(column_names=[c.name for c in columns], use_threads=threads, block_size=4 << 20)
+        self.parse = pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True)
+        self.convert = pacsv.ConvertOptions(
+            column_types={c.name: _parse_type(c.kind) for c in columns}, include_columns=self.wanted,
+            strings_can_be_null=False, quoted_strings_can_be_null=False, null_values=[],
+        )
+
+    def _csv(self, text: bytes) -> pa.Table | None:
+        try:
+            return pacsv.read_csv(pa.py_buffer(text), read_options=self.read, parse_options=self.parse, convert_options=self.convert)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+
+    def __call__(self, block: bytes, offset: int) -> pa.Table | None:
+        """The block's table (None: no data lines); an error names its first bad line."""
+        if offset == 0 and block.startswith(_BOM):
+            block = block[len(_BOM) :]  # skipped at the start of the file only
+
+        def bad_line() -> InputFormatError:
+            line_no = 1 + _count_newlines(self.opener, offset)
+            return _diagnose(self.source, block, line_no, self.columns, self.what, self.rest)
+
+        text = _normalise(block)
+        if _has_control_byte(text) or _BOM in text:
+            raise bad_line()
+        if not text.strip():
+            return None
+        table = self._csv(text)
+        if table is None and self.rest:
+            table = self._csv(_cut_extra_fields(text, len(self.columns)))
+        if table is not None and self.ints:
+            table = _parse_ints(table, self.ints)
+        if table is None:
+            raise bad_line()
+        return table
+
+
+def _read_file(source: str, file: str, columns: Sequence[Column], what: str, rest_of_line_ignored: bool) -> ParsedTable:
+    """:func:`read_table` of the regular file ``file``; ``source`` names it in errors."""
+    try:
+        gzipped = is_gzip(file)
+        size = os.path.getsize(file)
+    except OSError as exc:
+        raise InputFormatError(source, None, f"cannot open: {exc.strerror or exc}") from None
+    opener: Callable[[], io.BufferedIOBase] = (lambda: open_gzip(file)) if gzipped else (lambda: open(file, "rb"))
+    # A gzip file's text is taken to be eight times its size (speed only).
+    parse = _BlockParser(source, columns, what, rest_of_line_ignored, opener, threads=size * (8 if gzipped else 1) >= SMALL_INPUT_BYTES)
+    chunks: dict[str, list[pa.Array]] = {name: [] for name in parse.wanted}
+    blocks: list[tuple[int, int, int | None, int]] = []
+    try:
+        fh = opener()
+    except OSError as exc:
+        raise InputFormatError(source, None, f"cannot open: {exc}") from None
+    with fh:
+        reader = _blocks(fh)
+        while True:
+            try:
+                item = next(reader, None)
+            except _LineTooLong as exc:
+                raise _too_long(source, 1 + _count_newlines(opener, exc.offset), exc.head) from None
+            except gzip_errors() as exc:  # a damaged deflate stream
+                raise InputFormatError(source, None, f"cannot read (corrupt gzip?): {exc}") from None
+            if item is None:
+                break
+            offset, block = item
+            table = parse(block, offset)
+            rows = 0
+            if table is not None:
+                for name in parse.wanted:
+                    chunks[name].extend(c for c in table.column(name).chunks if len(c))
+                rows = table.num_rows
+            blocks.append((offset, len(block), None, rows))
+            del block, item, table
+    num_rows = sum(b[3] for b in blocks)
+    if num_rows == 0:
+        raise InputFormatError(source, None, f"empty {what} file: no data lines")
+    kinds = {c.name: c.kind for c in columns}
+    arrays = {name: pa.chunked_array(parts, type=_arrow_type(kinds[name])) for name, parts in chunks.items()}
+    return ParsedTable(source, arrays, num_rows, blocks, opener)
