@@ -3,11 +3,12 @@
 One path for every input. The text is read in blocks of ``BLOCK_BYTES``
 (cut after a newline) from one stream: the file itself, or its gzip text
 (:mod:`gpukit.io.compressed`); a path that is not a regular file is first
-copied once into a temporary file. Each block is made single-space separated
-without moving a newline (tabs, CR, FF and VT become spaces in one C-level
-pass; doubled, leading and trailing spaces, rare, are collapsed by a few
-``bytes.replace`` passes; comment lines are emptied) and parsed by pyarrow's
-CSV reader with id columns as plain Arrow strings, so that a 100M-line run
+copied once into a temporary file. A block separated by single tabs or by
+single spaces throughout (what systems write) is parsed as it is; any other
+block is first made single-space separated without moving a newline (tabs,
+CR, FF and VT become spaces in one C-level pass; doubled, leading and
+trailing spaces are collapsed by a few ``bytes.replace`` passes; comment
+lines are emptied). Both are parsed by pyarrow's CSV reader with id columns as plain Arrow strings, so that a 100M-line run
 never becomes 100M Python strings. A block that does not parse is scanned
 line by line so that the error names the file, the line and the problem;
 line numbers are counted only then.
@@ -46,11 +47,12 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, echo
-from gpukit.io.arrow_numpy import plain_int64
+from gpukit.io.arrow_numpy import pc, plain_int64
 from gpukit.io.compressed import GZIP_MAGIC, gzip_errors, is_gzip, open_gzip
 
 BLOCK_BYTES = 64 << 20
@@ -342,31 +344,62 @@ def _cut_extra_fields(block: bytes, n_fields: int) -> bytes:
     return pattern.sub(rb"\1", block)
 
 
-def _blocks(fh: io.BufferedIOBase) -> Iterator[tuple[int, bytes]]:
-    """``(file offset, text)`` of each block of a stream, cut after its last
-    newline (the rest carried into the next block); raises :class:`_LineTooLong`."""
-    offset, carry = 0, b""
-    while True:
-        data = fh.read(BLOCK_BYTES)
-        block = carry + data if carry else data
-        if not data:
-            if block:
-                if len(block) > MAX_LINE_BYTES and _long_line(block, 0, len(block), MAX_LINE_BYTES) >= 0:
-                    raise _LineTooLong(offset, block[: 4 * ECHO_CHARS])
-                yield offset, block
-            return
-        cut = block.rfind(b"\n") + 1
-        if cut == 0:  # no newline yet: one line longer than a block, or a line too long
-            if len(block) > MAX_LINE_BYTES:
-                raise _LineTooLong(offset, block[: 4 * ECHO_CHARS])
-            carry = block
-            continue
-        long = _long_line(block, 0, cut, MAX_LINE_BYTES)
-        if long >= 0:
-            raise _LineTooLong(offset + long, block[long : long + 4 * ECHO_CHARS])
-        carry = block[cut:]
-        yield offset, block[:cut] if carry else block
-        offset += cut
+def _has_bom(buf: bytearray, start: int, end: int) -> bool:
+    """Whether ``buf[start:end]`` holds a UTF-8 byte order mark (memchr for its first byte)."""
+    at = buf.find(b"\xef", start, end)
+    while at >= 0:
+        if buf.startswith(_BOM, at):
+            return True
+        at = buf.find(b"\xef", at + 1, end)
+    return False
+
+
+def _fill(fh: io.BufferedIOBase, view: memoryview) -> int:
+    """Read into ``view`` until it is full or the stream ends; bytes read."""
+    got = 0
+    while got < len(view):
+        n = fh.readinto(view[got:])
+        if not n:
+            break
+        got += n
+    return got
+
+
+def _blocks(fh: io.BufferedIOBase, size_hint: int | None = None) -> Iterator[tuple[int, bytearray, int]]:
+    """``(file offset, buffer, length)`` of each block of a stream: the block
+    is ``buffer[:length]``, cut after its last newline (the rest carried into
+    the next block). One buffer serves every block (no fresh pages per block):
+    a block is valid until the next is read; ``size_hint`` (the text's size,
+    if known) bounds the buffer. Raises :class:`_LineTooLong`."""
+    buf = bytearray(min(BLOCK_BYTES, size_hint + 1 if size_hint is not None else BLOCK_BYTES) + MAX_LINE_BYTES + 1)
+    view = memoryview(buf)
+    offset, held = 0, 0  # held: carried bytes at the buffer's start
+    try:
+        while True:
+            got = _fill(fh, view[held : held + len(buf) - MAX_LINE_BYTES - 1])
+            end = held + got
+            if got == 0:
+                if held:
+                    if held > MAX_LINE_BYTES and _long_line(buf, 0, held, MAX_LINE_BYTES) >= 0:
+                        raise _LineTooLong(offset, bytes(buf[: 4 * ECHO_CHARS]))
+                    yield offset, buf, held
+                return
+            cut = buf.rfind(b"\n", 0, end) + 1
+            if cut == 0:  # no newline yet: one line longer than a block, or a line too long
+                if end > MAX_LINE_BYTES:
+                    raise _LineTooLong(offset, bytes(buf[: 4 * ECHO_CHARS]))
+                held = end
+                continue
+            long = _long_line(buf, 0, cut, MAX_LINE_BYTES)
+            if long >= 0:
+                raise _LineTooLong(offset + long, bytes(buf[long : long + 4 * ECHO_CHARS]))
+            if end - cut > MAX_LINE_BYTES:  # the unfinished last line is already too long
+                raise _LineTooLong(offset + cut, bytes(buf[cut : cut + 4 * ECHO_CHARS]))
+            yield offset, buf, cut
+            view[: end - cut] = bytes(view[cut:end])  # at most one line
+            held, offset = end - cut, offset + cut
+    finally:
+        view.release()
 
 
 def read_table(path: str | os.PathLike, columns: Sequence[Column], what: str, rest_of_line_ignored: bool = False) -> ParsedTable:
@@ -425,6 +458,16 @@ class _BlockParser:
             column_types={c.name: _parse_type(c.kind) for c in columns}, include_columns=self.wanted,
             strings_can_be_null=False, quoted_strings_can_be_null=False, null_values=[],
         )
+        # A clean block is parsed as it is, every column kept (skipped ones as
+        # unchecked bytes), so that a stray space shows as an empty field.
+        self.convert_all = pacsv.ConvertOptions(
+            column_types={c.name: pa.binary() if c.kind == "skip" else _parse_type(c.kind) for c in columns},
+            include_columns=[c.name for c in columns],
+            strings_can_be_null=False, quoted_strings_can_be_null=False, null_values=[],
+        )
+        self.by_delimiter = {
+            sep: pacsv.ParseOptions(delimiter=sep, quote_char=False, escape_char=False, ignore_empty_lines=True) for sep in (" ", "\t")
+        }
 
     def _csv(self, text: bytes) -> pa.Table | None:
         try:
@@ -432,10 +475,48 @@ class _BlockParser:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
 
-    def __call__(self, block: bytes, offset: int) -> pa.Table | None:
-        """The block's table (None: no data lines); an error names its first bad line."""
-        if offset == 0 and block.startswith(_BOM):
-            block = block[len(_BOM) :]  # skipped at the start of the file only
+    def _as_it_is(self, buf: bytearray, start: int, end: int) -> pa.Table | None:
+        """The table of the block ``buf[start:end]`` if it needs no normalising, else None.
+
+        Real runs and qrels separate fields by one tab or one space
+        throughout; such a block (no other control byte, no comment, no byte
+        order mark) is handed to Arrow as it is, split on that byte, without
+        a copy. A doubled, leading or trailing separator shows as an empty
+        field or a wrong field count and sends the block to ``_normalise``
+        instead, so both routes accept the same texts and give the same table.
+        """
+        has_tab, has_space = buf.find(b"\t", start, end) >= 0, buf.find(b" ", start, end) >= 0
+        if has_tab == has_space or buf.find(b"#", start, end) >= 0 or _has_bom(buf, start, end):
+            return None
+        try:
+            table = pacsv.read_csv(
+                pa.py_buffer(buf).slice(start, end - start), read_options=self.read,
+                parse_options=self.by_delimiter["\t" if has_tab else " "], convert_options=self.convert_all,
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        # Every row has exactly len(columns) fields, so a clean block holds one
+        # newline per row (the last may lack it) plus, tab-separated, one tab
+        # between fields; any other byte below 0x20 (or an empty line) means
+        # the careful route.
+        rows = table.num_rows
+        expected = rows * (len(self.columns) if has_tab else 1) - (buf[end - 1] != 0x0A)
+        if int(np.count_nonzero(np.frombuffer(buf, dtype=np.uint8, count=end - start, offset=start) < 0x20)) != expected:
+            return None
+        strings = [c for c in table.columns if pa.types.is_string(c.type) or pa.types.is_binary(c.type)]
+        if any(len(c) and pc.min(pc.binary_length(c)).as_py() == 0 for c in strings):
+            return None
+        table = table.select(self.wanted)
+        return _parse_ints(table, self.ints) if self.ints else table
+
+    def __call__(self, buf: bytearray, length: int, offset: int) -> pa.Table | None:
+        """The table of the block ``buf[:length]`` at file offset ``offset``
+        (None: no data lines); an error names its first bad line."""
+        start = len(_BOM) if offset == 0 and buf.startswith(_BOM) else 0  # skipped at the start of the file only
+        table = self._as_it_is(buf, start, length)
+        if table is not None:
+            return table
+        block = bytes(buf[start:length])
 
         def bad_line() -> InputFormatError:
             line_no = 1 + _count_newlines(self.opener, offset)
@@ -473,7 +554,7 @@ def _read_file(source: str, file: str, columns: Sequence[Column], what: str, res
     except OSError as exc:
         raise InputFormatError(source, None, f"cannot open: {exc}") from None
     with fh:
-        reader = _blocks(fh)
+        reader = _blocks(fh, None if gzipped else size)
         while True:
             try:
                 item = next(reader, None)
@@ -483,15 +564,15 @@ def _read_file(source: str, file: str, columns: Sequence[Column], what: str, res
                 raise InputFormatError(source, None, f"cannot read (corrupt gzip?): {exc}") from None
             if item is None:
                 break
-            offset, block = item
-            table = parse(block, offset)
+            offset, buf, length = item
+            table = parse(buf, length, offset)
             rows = 0
             if table is not None:
                 for name in parse.wanted:
                     chunks[name].extend(c for c in table.column(name).chunks if len(c))
                 rows = table.num_rows
-            blocks.append((offset, len(block), None, rows))
-            del block, item, table
+            blocks.append((offset, length, None, rows))
+            del buf, item, table
     num_rows = sum(b[3] for b in blocks)
     if num_rows == 0:
         raise InputFormatError(source, None, f"empty {what} file: no data lines")
