@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gen_synthetic import write_synthetic  # noqa: E402
 
 import gpukit  # noqa: E402
-from gpukit.data.qrels import Qrels  # noqa: E402
+from gpukit.judgments.qrels import Qrels  # noqa: E402
 from gpukit.data.run import Run  # noqa: E402
 from gpukit.device import resolve_device  # noqa: E402
 from gpukit.evaluation import compute_measures  # noqa: E402

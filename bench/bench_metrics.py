@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import torch
 
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import resolve_device
 from gpukit.evaluation import compute_measures

@@ -1,4 +1,4 @@
-"""gpukit.evaluate_diversity against pyndeval (ndeval.c compiled) on the same in-memory data.
+"""gpukit.evaluate against pyndeval (ndeval.c compiled) on the same in-memory data.
 
 Synthetic data (deterministic): Q queries x K ranked docs, 3-8 subtopics per
 query, ``--judged`` judged docs per subtopic drawn from the query's top 2K
@@ -8,7 +8,7 @@ pyndeval with distinct scores in gpukit's order (score descending, docno
 descending). ndeval's 21 measures (alpha = beta = 0.5, cutoffs 5, 10, 20).
 
 Timed: gpukit ``SubtopicQrels.from_arrays`` + ``Run.from_arrays`` +
-``evaluate_diversity``; pyndeval ``RelevanceEvaluator(qrels)`` +
+``gpukit.evaluate`` with SubtopicQrels; pyndeval ``RelevanceEvaluator(qrels)`` +
 ``evaluate(run)`` on lists of tuples (its input form). Data generation and
 building the tuples are not timed. Per-query values are compared (max abs
 difference printed; nNRBP NaN for no relevant subtopic counts as 0).
@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 import gpukit
-from gpukit.data.subtopic_qrels import SubtopicQrels
-from gpukit.diversity_evaluation import NDEVAL_MEASURES
+from gpukit.judgments.subtopics import SubtopicQrels
+from gpukit.families.diversity import NDEVAL_MEASURES
 
 PYNDEVAL_NAME = {"ERR_IA": "ERR-IA", "nERR_IA": "nERR-IA", "alpha_DCG": "alpha-DCG", "alpha_nDCG": "alpha-nDCG",
                  "P_IA": "P-IA", "StRecall": "strec", "NRBP": "NRBP", "nNRBP": "nNRBP", "AP_IA": "MAP-IA"}
@@ -67,7 +67,7 @@ def main() -> None:
     def run_gpukit():
         qrels = SubtopicQrels.from_arrays(q_ids, s_ids, d_ids, qg)
         run = gpukit.Run.from_arrays(rq_ids, rd_ids, rs)
-        return gpukit.evaluate_diversity(qrels, run, "ndeval", convention="trec_eval")
+        return gpukit.evaluate(qrels, run, "ndeval", convention="trec_eval")
 
     times_g = []
     for _ in range(args.repeats):

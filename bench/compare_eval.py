@@ -69,7 +69,7 @@ TREC_EVAL_TOLERANCE = 5e-5 + 1e-9
 def _worker_gpukit(qrels_path, run_path, repeats):
     t = time.perf_counter()
     import gpukit
-    from gpukit.data.qrels import Qrels
+    from gpukit.judgments.qrels import Qrels
     from gpukit.data.run import Run
 
     import_s = time.perf_counter() - t
@@ -265,7 +265,7 @@ def kernel_throughput(n_queries, depth, device_name, repeats):
     import numpy as np
     import torch
 
-    from gpukit.data.qrels import Qrels
+    from gpukit.judgments.qrels import Qrels
     from gpukit.data.run import Run
     from gpukit.evaluation import compute_measures, evaluate
     from gpukit.measures import parse_measures

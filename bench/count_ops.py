@@ -31,7 +31,7 @@ from op_budget import DeviceOpCounter, meta_ranking  # noqa: E402
 
 import gpukit  # noqa: E402
 from gpukit.conventions import get_convention  # noqa: E402
-from gpukit.data.qrels import Qrels  # noqa: E402
+from gpukit.judgments.qrels import Qrels  # noqa: E402
 from gpukit.data.run import Run  # noqa: E402
 from gpukit.evaluation import compute_measures, report_of  # noqa: E402
 from gpukit.measures import parse_measures  # noqa: E402

@@ -21,17 +21,17 @@ _LAZY: dict[str, str] = {
     "Convention": "gpukit.conventions",
     "Measure": "gpukit.measures",
     "MeasureResult": "gpukit.report",
-    "Qrels": "gpukit.data",
+    "JudgmentGroups": "gpukit.judgments",
+    "Prefs": "gpukit.judgments",
+    "Qrels": "gpukit.judgments",
+    "SubtopicQrels": "gpukit.judgments",
     "Report": "gpukit.report",
     "RetrievalEvaluator": "gpukit.pipelines",
     "Run": "gpukit.data",
     "compare": "gpukit.stats",
     "datasets": "gpukit.datasets",
     "evaluate": "gpukit.evaluation",
-    "evaluate_diversity": "gpukit.diversity_evaluation",
     "evaluate_embeddings": "gpukit.pipelines",
-    "evaluate_judgment_groups": "gpukit.prefs_evaluation",
-    "evaluate_prefs": "gpukit.prefs_evaluation",
     "get_convention": "gpukit.conventions",
     "pairwise": "gpukit.pairwise",
     "parse_measure": "gpukit.measures",
@@ -50,11 +50,10 @@ __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from gpukit import datasets, pairwise, qrels_diff
     from gpukit.conventions import Convention, get_convention
-    from gpukit.data import Qrels, Run, read_trec_files
-    from gpukit.diversity_evaluation import evaluate_diversity
+    from gpukit.data import Run, read_trec_files
+    from gpukit.judgments import JudgmentGroups, Prefs, Qrels, SubtopicQrels
     from gpukit.evaluation import evaluate
     from gpukit.measures import Measure, parse_measure, parse_measures
     from gpukit.pipelines import RetrievalEvaluator, evaluate_embeddings, sharded_search
-    from gpukit.prefs_evaluation import evaluate_judgment_groups, evaluate_prefs
     from gpukit.report import MeasureResult, Report
     from gpukit.stats import ComparisonTable, compare

@@ -1,5 +1,8 @@
 """``gpukit.evaluate``: form the ranking once, reduce it for every measure.
 
+One entry point for every kind of judgments: the judgments form their own
+ranking (:mod:`gpukit.judgments`), the kernels reduce it.
+
 Measures are grouped by (family, relevance level, gain) so that all cutoffs
 of a group come from one cumulative sum; every kernel works on the whole
 (T, K) batch. Only the final means are read back to the host.
@@ -7,35 +10,27 @@ of a group come from one cumulative sum; every kernel works on the whole
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, Union
 
 import torch
 
 from gpukit.conventions import Convention, get_convention
-from gpukit.data.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.errors import GpukitError, MeasureError
+from gpukit.errors import MeasureError, UsageError, UsageTypeError
+from gpukit.judgments import KINDS, check_kind
 from gpukit.measures import Measure, MeasureLike, parse_measures
 from gpukit.ranking import RankedJudgments, RankingParts, form_ranking_parts
 from gpukit.report import MeasureResult, Report, describe_conventions
 
-#: Ranking inputs an ordinary qrels does not provide, and the API that does.
-SEPARATE_INPUTS = {"prefs": "gpukit.evaluate_prefs", "judgment_groups": "gpukit.evaluate_judgment_groups",
-                   "subtopics": "gpukit.evaluate_diversity"}
+if TYPE_CHECKING:
+    from gpukit.judgments.judgment_groups import JudgmentGroups
+    from gpukit.judgments.prefs import Prefs
+    from gpukit.judgments.qrels import Qrels
+    from gpukit.judgments.subtopics import SubtopicQrels
 
-
-def check_ranking_inputs(measures: Sequence[Measure], provides: str) -> None:
-    """Refuse measures whose family needs judgments other than ``provides``
-    ("qrels" or one of SEPARATE_INPUTS) with a MeasureError naming the API to use."""
-    for m in measures:
-        need = next((n for n in SEPARATE_INPUTS if n in m.spec.needs), "qrels")
-        if need != provides:
-            use = SEPARATE_INPUTS.get(need, "gpukit.evaluate")
-            what = {"qrels": "ordinary qrels", "prefs": "preference judgments", "judgment_groups": "judgment groups",
-                    "subtopics": "judgments per subtopic"}
-            raise MeasureError(f"{m} needs {what[need]}, not {what[provides]}; use {use}")
-
+#: Judgments of any kind (see :mod:`gpukit.judgments`).
+Judgments = Union["Qrels", "Prefs", "JudgmentGroups", "SubtopicQrels"]
 
 def compute_measures(ranking: RankedJudgments | RankingParts, measures: Sequence[Measure]) -> dict[Measure, tuple[torch.Tensor, torch.Tensor]]:
     """Per-query values and "defined" masks, each (T,), for every measure.
@@ -80,30 +75,42 @@ def _compute_in_parts(ranking: RankingParts, measures: Sequence[Measure]) -> dic
 
 
 def evaluate(
-    qrels: Qrels,
+    judgments: Judgments,
     run: Run,
-    measures: Iterable[MeasureLike] | MeasureLike,
+    measures: Iterable[MeasureLike] | MeasureLike | None = None,
     *,
     device: DeviceLike = None,
-    convention: str | Convention = "gpukit",
+    convention: str | Convention | None = None,
     complete: bool | None = None,
     max_depth: int | None = None,
     relevance_level: int | None = None,
     score_dtype: torch.dtype = torch.float64,
 ) -> Report:
-    """Evaluate one run against judgments.
+    """Evaluate one run against judgments of any kind.
 
     Args:
-        qrels, run: judgments and the run to score.
+        judgments: :class:`~gpukit.Qrels` (ordinary graded judgments),
+            :class:`~gpukit.Prefs` (preferences: ``trec_eval -R prefs`` /
+            ``qrels_prefs``), :class:`~gpukit.JudgmentGroups` (``-R
+            qrels_jg``) or :class:`~gpukit.SubtopicQrels` (ndeval's
+            diversity judgments). The ranking is formed by the judgments'
+            own kind (:mod:`gpukit.judgments`); a measure that reads another
+            kind is an error naming it.
+        run: the run to score.
         measures: names (``"nDCG@10"``, ``"P(rel=2)@5"``, ``"ndcg_cut.10"``,
-            ``"map"``, ...) or ``Measure`` values.
+            ``"map"``, ``"alpha_nDCG@20"``, ``"prefs_simp"``...),
+            ``Measure`` values, or the kind's nicknames (``"all_prefs"``,
+            ``"qrels_jg"``, ``"ndeval"``). Default: the kind's own set
+            (required for qrels).
         device: where to compute. ``None`` uses the run's device (no copy);
             ``"auto"`` picks CUDA when present. A run on another device is
             copied there once, explicitly, as asked.
-        convention: ``"gpukit"`` (default) or ``"trec_eval"``; see
-            :mod:`gpukit.conventions`.
-        complete: override the convention's topic set (``True`` = all qrels
-            queries, as ``trec_eval -c``).
+        convention: ``"gpukit"`` or ``"trec_eval"`` (see
+            :mod:`gpukit.conventions`); default: the kind's
+            (``"trec_eval"`` for preferences and judgment groups, whose
+            measures trec_eval defines; ``"gpukit"`` otherwise).
+        complete: override the convention's topic set (``True`` = all judged
+            queries, as ``trec_eval -c`` / ``ndeval -c``).
         max_depth: only the top ``max_depth`` documents of each ranking count
             (``trec_eval -M``), applied after sorting.
         relevance_level: grade counted as relevant by binary measures that do
@@ -114,12 +121,23 @@ def evaluate(
         A :class:`~gpukit.report.Report` with per-query values, means, the
         evaluated and omitted counts, and the conventions of every measure.
     """
-    conv = resolve_convention(convention, complete)
-    parsed = parse_measures(measures, rel=relevance_level)
-    check_ranking_inputs(parsed, "qrels")
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or not 1 <= max_depth < 2**63):
+        # Depths are compared with int64 tensors: a larger one cannot be represented.
+        raise UsageError(f"max_depth must be a positive integer below 2**63, got {max_depth!r}")
+    kind = getattr(type(judgments), "kind", None)
+    if kind not in KINDS:
+        raise UsageTypeError(
+            f"evaluate() takes judgments (gpukit.Qrels, Prefs, JudgmentGroups or SubtopicQrels), got {type(judgments).__name__}"
+        )
+    if measures is None:
+        if judgments.default_measures is None:
+            raise MeasureError("evaluate() against qrels needs measures, e.g. ['nDCG@10', 'AP']")
+        measures = judgments.default_measures
+    conv = resolve_convention(judgments.default_convention if convention is None else convention, complete)
+    parsed = parse_measures(expand_nicknames(measures, judgments.nicknames()), rel=relevance_level)
+    check_kind(parsed, kind)
     run, target = place_run(run, device)
-    # In parts of similar depth: memory bounded by the input, however lopsided.
-    ranking = form_ranking_parts(qrels, run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
+    ranking = judgments.form_ranking(run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)
     return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
 
 
@@ -132,7 +150,7 @@ def resolve_convention(convention: str | Convention, complete: bool | None) -> C
 
 def place_run(run: Run, device: DeviceLike) -> tuple[Run, torch.device]:
     """The run on ``device`` (``None``: where it is; copied once otherwise) and that device."""
-    target = run.device if device is None else resolve_device(device)
+    target = resolve_device(device, run.device)
     return (run if run.device == target else run.to(target)), target
 
 
@@ -143,35 +161,6 @@ def expand_nicknames(measures: Iterable[MeasureLike] | MeasureLike, expansions: 
     for item in items:
         out.extend(expansions[item] if isinstance(item, str) and item in expansions else [item])
     return out
-
-
-def evaluate_formed(
-    form: Callable[[Run, bool], Any],
-    run: Run,
-    measures: Iterable[MeasureLike] | MeasureLike,
-    provides: str,
-    *,
-    nicknames: Mapping[str, Sequence[str]],
-    device: DeviceLike,
-    convention: str | Convention,
-    complete: bool | None,
-    max_depth: int | None,
-    relevance_level: int | None,
-    score_dtype: torch.dtype,
-) -> Report:
-    """The steps of an ``evaluate_*`` against judgments other than qrels
-    (``provides``: one of SEPARATE_INPUTS): check ``max_depth``, resolve the
-    convention, parse the measures (nicknames expanded), refuse measures that
-    need other judgments, place the run, ``form(run, complete)`` the
-    ranking, and build its report."""
-    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1):
-        raise GpukitError(f"max_depth must be a positive integer, got {max_depth!r}")
-    conv = resolve_convention(convention, complete)
-    parsed = parse_measures(expand_nicknames(measures, nicknames), rel=relevance_level)
-    check_ranking_inputs(parsed, provides)
-    run, target = place_run(run, device)
-    ranking = form(run, conv.complete)
-    return report_of(ranking, parsed, conv, run.name, target, max_depth=max_depth, score_dtype=score_dtype)
 
 
 def report_of(ranking, parsed: Sequence[Measure], conv: Convention, run_name: str, device: torch.device, *,

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import UsageError, UsageTypeError
@@ -198,7 +198,7 @@ def p_mrr(
         if qrels_changed is None:
             raise UsageError("p_mrr needs qrels_changed, or changed_docs listing the changed documents")
         queries, docs, gained = _changed_pairs(_as_qrels(qrels_og, "qrels_og"), _as_qrels(qrels_changed, "qrels_changed"), rel)
-    target = og_run.device if device is None else resolve_device(device)
+    target = resolve_device(device, og_run.device)
     og_run, ch_run = og_run.to(target), ch_run.to(target)
     if len(queries) == 0:
         return PMRRResult([], torch.zeros(0, dtype=torch.float64), float("nan"), [], [], gained)

@@ -28,7 +28,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.errors import UsageTypeError
 from gpukit.measures import MeasureLike, parse_measures

@@ -17,7 +17,7 @@ import pyarrow as pa
 import torch
 
 from gpukit.io.doc_space import Vocabulary, sorted_distinct, translate_keys
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run, length_classes, lopsided, ranking_permutation, row_slices, unranked_rows
 from gpukit.io.arrow_numpy import arrow_indices, string_chunks
 from gpukit.io.string_coding import byte_order_keys, key_width, lookup_codes

@@ -13,7 +13,7 @@ import pytest
 
 import gpukit
 from gpukit.cli import main
-from gpukit.data.subtopic_qrels import SubtopicQrels
+from gpukit.judgments.subtopics import SubtopicQrels
 from gpukit.families import families
 
 SEPARATE = {"prefs", "judgment_groups", "subtopics"}
@@ -81,7 +81,7 @@ def test_gpukit_diversity_computes_every_subtopic_family(tmp_path, capsys, conve
     for name in SUBTOPIC_EXAMPLES:
         argv += ["-m", name]
     got = _cli_means(capsys, argv)
-    want = gpukit.evaluate_diversity(SubtopicQrels.from_dict(sub), gpukit.Run.from_dict(run), SUBTOPIC_EXAMPLES,
+    want = gpukit.evaluate(SubtopicQrels.from_dict(sub), gpukit.Run.from_dict(run), SUBTOPIC_EXAMPLES,
                                      convention=convention)
     assert len(got) == len(want.measures) > 0
     for m in want.measures:

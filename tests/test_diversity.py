@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpukit
-from gpukit.data.subtopic_qrels import SubtopicQrels
-from gpukit.diversity_evaluation import NDEVAL_MEASURES
+from gpukit.judgments.subtopics import SubtopicQrels
+from gpukit.families.diversity import NDEVAL_MEASURES
 from gpukit.errors import GpukitError, InputFormatError, MeasureError
 from reference_diversity import DIVERSITY_FAMILIES, reference_diversity_evaluate
 from test_prefs import _assert_matches, _write  # per-query values and means against a reference, to 1e-9
@@ -68,7 +68,7 @@ def test_every_family_is_exercised():
 def test_diversity_families_match_the_reference(data, options):
     qrels, run = data
     expected = reference_diversity_evaluate(qrels, run, NAMES, **options)
-    report = gpukit.evaluate_diversity(SubtopicQrels.from_dict(qrels), gpukit.Run.from_dict(run), NAMES, **options)
+    report = gpukit.evaluate(SubtopicQrels.from_dict(qrels), gpukit.Run.from_dict(run), NAMES, **options)
     _assert_matches(report, expected, NAMES, options["relevance_level"])
 
 
@@ -76,7 +76,7 @@ def test_ndeval_readme_example():
     """pyndeval's README example (ndeval's numbers, printed to 4 places; strec@5 2/3)."""
     qrels = SubtopicQrels.from_arrays(["0"] * 4, ["a", "b", "b", "c"], ["A", "B", "D", "C"], [1, 1, 1, 1])
     run = gpukit.Run.from_dict({"0": {"A": 9.3, "D": 8.4, "E": 8.1, "B": 7.6}})
-    got = gpukit.evaluate_diversity(qrels, run, ["ERR-IA@5", "nERR-IA@5", "alpha-DCG@5", "alpha-nDCG@10", "NRBP",
+    got = gpukit.evaluate(qrels, run, ["ERR-IA@5", "nERR-IA@5", "alpha-DCG@5", "alpha-nDCG@10", "NRBP",
                                                  "nNRBP", "MAP-IA", "P-IA@5", "strec@5"]).means()
     want = {"ERR_IA@5": 0.3933, "nERR_IA@5": 0.8297, "alpha_DCG@5": 0.4052, "alpha_nDCG@10": 0.7868, "NRBP": 0.3906,
             "nNRBP": 0.8620, "AP_IA": 0.5, "P_IA@5": 0.2, "StRecall@5": 0.6666}
@@ -87,16 +87,16 @@ def test_ndeval_readme_example():
 
 def test_ndeval_nickname_expands_to_its_21_columns():
     qrels = SubtopicQrels.from_dict({"q": {"1": {"a": 1}}})
-    report = gpukit.evaluate_diversity(qrels, gpukit.Run.from_dict({"q": {"a": 1.0}}))
+    report = gpukit.evaluate(qrels, gpukit.Run.from_dict({"q": {"a": 1.0}}))
     assert [str(m) for m in report.measures] == list(NDEVAL_MEASURES) and len(NDEVAL_MEASURES) == 21
 
 
 def test_a_query_without_relevant_subtopics_is_omitted_or_zero():
     qrels = SubtopicQrels.from_dict({"q1": {"1": {"a": 1}, "2": {"b": 1}}, "q2": {"1": {"a": 0}}})
     run = gpukit.Run.from_dict({"q1": {"a": 2.0, "b": 1.0}, "q2": {"a": 1.0}})
-    ours = gpukit.evaluate_diversity(qrels, run, "nNRBP")["nNRBP"]
+    ours = gpukit.evaluate(qrels, run, "nNRBP")["nNRBP"]
     assert (ours.mean, ours.evaluated, ours.omitted) == (1.0, 1, 1)
-    ndeval = gpukit.evaluate_diversity(qrels, run, "nNRBP", convention="trec_eval")["nNRBP"]
+    ndeval = gpukit.evaluate(qrels, run, "nNRBP", convention="trec_eval")["nNRBP"]
     assert ndeval.per_query.tolist() == [1.0, 0.0] and ndeval.mean == 0.5
 
 
@@ -106,7 +106,7 @@ def test_alpha_ndcg_differs_from_ndcg_on_a_redundant_ranking():
     ranking; alpha-nDCG discounts the second document's repeated subtopic."""
     qrels = SubtopicQrels.from_dict({"q": {"1": {"a": 1, "b": 1}, "2": {"c": 1}}})
     run = gpukit.Run.from_dict({"q": {"a": 3.0, "b": 2.0, "c": 1.0}})
-    alpha = gpukit.evaluate_diversity(qrels, run, "alpha_nDCG@3").means()["alpha_nDCG@3"]
+    alpha = gpukit.evaluate(qrels, run, "alpha_nDCG@3").means()["alpha_nDCG@3"]
     flat = gpukit.evaluate(gpukit.Qrels.from_dict({"q": {"a": 1, "b": 1, "c": 1}}), run, "nDCG@3").means()["nDCG@3"]
     assert flat == 1.0
     # run gains 1, 0.5, 1; ideal a (or b), c, then the other: 1, 1, 0.5.
@@ -123,7 +123,7 @@ def test_ideal_ties_go_to_the_larger_docno():
     qrels = SubtopicQrels.from_dict({"q": {"1": {"a": 1, "b": 1, "d": 1, "e": 1}, "2": {"a": 1, "b": 1},
                                            "3": {"c": 1, "d": 1}, "4": {"c": 1, "e": 1}}})
     run = gpukit.Run.from_dict({"q": {"a": 3.0, "b": 2.0, "c": 1.0}})
-    got = gpukit.evaluate_diversity(qrels, run, "nERR_IA(alpha=0.25)@3").means()["nERR_IA(alpha=0.25)@3"]
+    got = gpukit.evaluate(qrels, run, "nERR_IA(alpha=0.25)@3").means()["nERR_IA(alpha=0.25)@3"]
     run_sum = 2 + 1.5 / 2 + 2 / 3  # a: 2; b: 0.75 + 0.75; c: 1 + 1
     assert got == pytest.approx(run_sum / (2 + 1.75 / 2 + 1.5625 / 3), abs=1e-15)
     assert got != pytest.approx(run_sum / (2 + 2 / 2 + 1.5 / 3), abs=1e-6)
@@ -151,20 +151,20 @@ def test_reader_errors_name_file_and_line(tmp_path):
 
 
 # ------------------------------------------------------------------ refusals
-def test_evaluate_refuses_diversity_measures_and_evaluate_diversity_others():
+def test_evaluate_refuses_measures_of_another_kind_of_judgments():
     qrels = gpukit.Qrels.from_dict({"q": {"a": 1}})
     run = gpukit.Run.from_dict({"q": {"a": 1.0}})
-    with pytest.raises(MeasureError, match="alpha_nDCG@10 needs judgments per subtopic.*use gpukit.evaluate_diversity"):
+    with pytest.raises(MeasureError, match=r"alpha_nDCG@10 needs judgments per subtopic \(gpukit.SubtopicQrels.from_trec.*not ordinary qrels"):
         gpukit.evaluate(qrels, run, ["P@5", "alpha-nDCG@10"])
     sub = SubtopicQrels.from_dict({"q": {"1": {"a": 1}}})
-    with pytest.raises(MeasureError, match="P@5 needs ordinary qrels, not judgments per subtopic.*use gpukit.evaluate"):
-        gpukit.evaluate_diversity(sub, run, ["NRBP", "P@5"])
+    with pytest.raises(MeasureError, match=r"P@5 needs ordinary qrels \(gpukit.Qrels.from_trec.*not judgments per subtopic"):
+        gpukit.evaluate(sub, run, ["NRBP", "P@5"])
     with pytest.raises(MeasureError, match="needs a cutoff"):
-        gpukit.evaluate_diversity(sub, run, "alpha_nDCG")
+        gpukit.evaluate(sub, run, "alpha_nDCG")
     with pytest.raises(MeasureError, match="alpha must be <= 1"):
-        gpukit.evaluate_diversity(sub, run, "NRBP(alpha=1.5)")
+        gpukit.evaluate(sub, run, "NRBP(alpha=1.5)")
     with pytest.raises(GpukitError, match="max_depth must be a positive integer"):
-        gpukit.evaluate_diversity(sub, run, "NRBP", max_depth=0)
+        gpukit.evaluate(sub, run, "NRBP", max_depth=0)
 
 
 @pytest.mark.parametrize("name", ["alpha_nDCG@10", "NRBP", "AP_IA", "StRecall@5"])
@@ -181,8 +181,8 @@ def test_cuda_equals_cpu_bitwise():
     run = {q: {f"d{j}": float(torch.randint(0, 9, (1,), generator=g)) for j in range(50)} for q in qrels}
     sub, r = SubtopicQrels.from_dict(qrels), gpukit.Run.from_dict(run)
     names = list(NDEVAL_MEASURES) + ["alpha_nDCG(alpha=0.3)@50", "nNRBP(beta=0.9)", "ERR_IA(judged_only=True)@7"]
-    on_cpu = gpukit.evaluate_diversity(sub, r, names, device="cpu")
-    on_cuda = gpukit.evaluate_diversity(sub, r, names, device="cuda")
+    on_cpu = gpukit.evaluate(sub, r, names, device="cpu")
+    on_cuda = gpukit.evaluate(sub, r, names, device="cuda")
     for m in on_cpu.measures:
         assert torch.equal(on_cpu[m].per_query, on_cuda[m].per_query.cpu()), str(m)
 
@@ -206,8 +206,8 @@ def test_huge_cutoffs_are_refused_or_read_past_the_ranking():
     sub = SubtopicQrels.from_dict({"q": {"1": {"a": 1}, "2": {"b": 1}}})
     run = gpukit.Run.from_dict({"q": {"a": 2.0, "b": 1.0}})
     with pytest.raises(MeasureError, match="cutoff must be at most 16777216"):
-        gpukit.evaluate_diversity(sub, run, f"ERR_IA@{2**40}")
-    got = gpukit.evaluate_diversity(sub, run, [f"alpha_nDCG@{2**62}", f"nERR_IA@{2**62}", f"StRecall@{2**62}"])
+        gpukit.evaluate(sub, run, f"ERR_IA@{2**40}")
+    got = gpukit.evaluate(sub, run, [f"alpha_nDCG@{2**62}", f"nERR_IA@{2**62}", f"StRecall@{2**62}"])
     assert got.means() == {f"alpha_nDCG@{2**62}": 1.0, f"nERR_IA@{2**62}": 1.0, f"StRecall@{2**62}": 1.0}
 
 
@@ -224,7 +224,7 @@ def test_cli_json_formats_match_gpukit_eval(tmp_path, capsys):
     qrels = _write(tmp_path, "div.qrels", "0 1 A 1\n0 2 B 1\n0 2 D 1\n0 3 C 1\n")
     run = _write(tmp_path, "run", "0 Q0 A 1 9.3 r\n0 Q0 D 2 8.4 r\n0 Q0 E 3 8.1 r\n0 Q0 B 4 7.6 r\n")
     other = _write(tmp_path, "other", "0 Q0 C 1 2.0 s\n")
-    want = [gpukit.evaluate_diversity(SubtopicQrels.from_trec(qrels), gpukit.Run.from_trec(p), "alpha_nDCG@5")
+    want = [gpukit.evaluate(SubtopicQrels.from_trec(qrels), gpukit.Run.from_trec(p), "alpha_nDCG@5")
             for p in (run, other)]
     assert main(["diversity", str(qrels), str(run), str(other), "-m", "alpha_nDCG@5", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out, parse_constant=no_constants)
@@ -236,7 +236,7 @@ def test_cli_json_formats_match_gpukit_eval(tmp_path, capsys):
 
     unjudged = _write(tmp_path, "none.qrels", "1 1 X 0\n")  # no relevant subtopic: the query is omitted
     lone = _write(tmp_path, "lone", "1 Q0 X 1 2.0 s\n")
-    nan = gpukit.evaluate_diversity(SubtopicQrels.from_trec(unjudged), gpukit.Run.from_trec(lone), "alpha_nDCG@5")
+    nan = gpukit.evaluate(SubtopicQrels.from_trec(unjudged), gpukit.Run.from_trec(lone), "alpha_nDCG@5")
     assert nan.means()["alpha_nDCG@5"] != nan.means()["alpha_nDCG@5"]  # NaN: no query evaluated
     assert main(["diversity", str(unjudged), str(lone), "-m", "alpha_nDCG@5", "--format", "json"]) == 0
     (entry,) = json.loads(capsys.readouterr().out, parse_constant=no_constants)

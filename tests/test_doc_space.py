@@ -107,7 +107,7 @@ def test_same_scores_in_every_space(long_space):
 def test_packed_qrels_pair_order_matches_lexsort(layout):
     import numpy as np
 
-    from gpukit.data.qrels import _pair_order
+    from gpukit.judgments.qrels import _pair_order
 
     rng = np.random.default_rng(3)
     n_queries = 50
@@ -182,7 +182,7 @@ def test_grouped_qrels_from_query_runs_read_sorted(tmp_path, monkeypatch, seed, 
     qrels are ordered from the runs of their query ids (checked that it ran),
     in each doc space (a vocabulary's codes are sorted with the query's)."""
     import gpukit.io.doc_space as doc_space_mod
-    import gpukit.data.qrels as qrels_mod
+    import gpukit.judgments.qrels as qrels_mod
 
     if space == "vocabulary":
         monkeypatch.setattr(doc_space_mod, "radix_keys", lambda column: None)

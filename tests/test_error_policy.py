@@ -9,7 +9,7 @@ import torch
 
 import gpukit
 from gpukit import errors
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.evaluation import evaluate
 

@@ -1,11 +1,11 @@
-"""The building shared by judgment-group qrels and subtopic qrels (gpukit.data.grouped_judgments)."""
+"""The building shared by judgment-group qrels and subtopic qrels (gpukit.judgments.grouped)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gpukit.data.qrels_jg import JudgmentGroups
-from gpukit.data.subtopic_qrels import SubtopicQrels
+from gpukit.judgments.judgment_groups import JudgmentGroups
+from gpukit.judgments.subtopics import SubtopicQrels
 from gpukit.errors import InputFormatError
 
 NESTED = {"q2": {"10": {"d1": 1, "d0": 0}, "2": {"d1": 2}}, "q1": {"1": {"d3": -1}}}

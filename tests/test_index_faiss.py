@@ -8,6 +8,7 @@ import torch
 
 faiss = pytest.importorskip("faiss")
 
+from gpukit.device import resolve_device
 from gpukit.errors import DeviceError  # noqa: E402
 from gpukit.index import (  # noqa: E402
     ExactIndex,
@@ -148,7 +149,7 @@ def test_cuda_without_faiss_gpu_support_is_a_device_error(monkeypatch):
     if faiss_has_gpu():
         pytest.skip("this faiss build has GPU support")
     # Pretend torch sees a GPU so the faiss capability check is what fails.
-    monkeypatch.setattr(faiss_module, "canonical_device", lambda device: torch.device("cuda", 0))
+    monkeypatch.setattr(faiss_module, "resolve_device", lambda device, like=None: torch.device("cuda", 0))
     with pytest.raises(DeviceError, match="faiss"):
         FaissIndex(8, "Flat", device="cuda")
 

@@ -27,7 +27,7 @@ import gpukit.io.compressed as compressed
 import gpukit.io.text_table as tt
 import gpukit.ranking as ranking
 from gpukit.io.arrow_numpy import plain_integers
-from gpukit.data.qrels import _stable_order
+from gpukit.judgments.qrels import _stable_order
 from gpukit.errors import InputFormatError
 
 

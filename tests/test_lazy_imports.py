@@ -90,7 +90,7 @@ def test_arrow_compute_is_imported_only_when_a_kernel_is_called():
     garbage collector as the caller had it."""
     loaded = _modules_after(
         "import gpukit\nfrom gpukit import Qrels, Run, evaluate\n"
-        "import gpukit.io.doc_space, gpukit.data.qrels, gpukit.data.run, gpukit.io.text_table"
+        "import gpukit.io.doc_space, gpukit.judgments.qrels, gpukit.data.run, gpukit.io.text_table"
     )
     assert "gpukit.io.text_table" in loaded and "pyarrow.compute" not in loaded
     for state in ("gc.disable()", "gc.enable()"):

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpukit
-from gpukit.data.prefs import Prefs
-from gpukit.data.qrels_jg import JudgmentGroups
+from gpukit.judgments.prefs import Prefs
+from gpukit.judgments.judgment_groups import JudgmentGroups
 from gpukit.errors import GpukitError, InputFormatError, MeasureError
 from reference_prefs import JG_FAMILIES, PREFS_FAMILIES, reference_jg_evaluate, reference_prefs_evaluate
 
@@ -81,7 +81,7 @@ def test_prefs_families_match_the_reference(data, options):
     lines, run = data
     expected = reference_prefs_evaluate(lines, run, PREFS_FAMILIES, **options)
     prefs = Prefs.from_arrays(*zip(*lines))
-    report = gpukit.evaluate_prefs(prefs, gpukit.Run.from_dict(run), list(PREFS_FAMILIES), **options)
+    report = gpukit.evaluate(prefs, gpukit.Run.from_dict(run), list(PREFS_FAMILIES), **options)
     _assert_matches(report, expected, PREFS_FAMILIES)
 
 
@@ -110,7 +110,7 @@ def test_judgment_group_families_match_the_reference(data, options, relevance_le
     groups, run = data
     assert {n.split("(")[0].split("@")[0] for n in JG_NAMES} == set(JG_FAMILIES)
     expected = reference_jg_evaluate(groups, run, JG_NAMES, relevance_level=relevance_level, **options)
-    report = gpukit.evaluate_judgment_groups(JudgmentGroups.from_dict(groups), gpukit.Run.from_dict(run), JG_NAMES,
+    report = gpukit.evaluate(JudgmentGroups.from_dict(groups), gpukit.Run.from_dict(run), JG_NAMES,
                                              relevance_level=relevance_level, **options)
     _assert_matches(report, expected, JG_NAMES, relevance_level)
 
@@ -119,9 +119,9 @@ def test_ties_are_broken_by_docno_ascending_for_prefs_and_descending_for_judgmen
     """trec_eval's form_prefs_counts.c and form_res_rels_jg.c disagree on ties."""
     run = gpukit.Run.from_dict({"q": {"a": 1.0, "b": 1.0}})
     prefs = Prefs.from_arrays(["q", "q"], ["g", "g"], ["s", "s"], ["a", "b"], [2.0, 1.0])
-    assert gpukit.evaluate_prefs(prefs, run, "prefs_simp_ret").means() == {"PrefsSimpRet": 1.0}
+    assert gpukit.evaluate(prefs, run, "prefs_simp_ret").means() == {"PrefsSimpRet": 1.0}
     groups = JudgmentGroups.from_dict({"q": {"g": {"a": 1, "b": 0}}})
-    assert gpukit.evaluate_judgment_groups(groups, run, "P_avgjg.1").means() == {"PAvgJG@1": 0.0}
+    assert gpukit.evaluate(groups, run, "P_avgjg.1").means() == {"PAvgJG@1": 0.0}
 
 
 # ------------------------------------------------------------------ readers
@@ -171,7 +171,7 @@ def test_prefs_reader_rejects_an_empty_file_and_a_missing_one(tmp_path):
 def test_inconsistent_judgment_group_is_an_error():
     prefs = Prefs.from_arrays(["q"] * 4, ["g"] * 4, ["s1", "s1", "s2", "s2"], ["a", "b", "b", "a"], [2.0, 1.0, 2.0, 1.0])
     with pytest.raises(InputFormatError, match="query 'q' JG 'g': inconsistent preferences"):
-        gpukit.evaluate_prefs(prefs, gpukit.Run.from_dict({"q": {"a": 1.0}}), "prefs_simp")
+        gpukit.evaluate(prefs, gpukit.Run.from_dict({"q": {"a": 1.0}}), "prefs_simp")
 
 
 def test_qrels_prefs_from_a_qrels_object_equals_the_file_reader(tmp_path):
@@ -195,21 +195,21 @@ def test_qrels_jg_reader_errors(tmp_path):
 def test_evaluate_with_qrels_refuses_preference_and_group_measures():
     qrels = gpukit.Qrels.from_dict({"q": {"a": 1}})
     run = gpukit.Run.from_dict({"q": {"a": 1.0}})
-    with pytest.raises(MeasureError, match="PrefsSimp needs preference judgments.*use gpukit.evaluate_prefs"):
+    with pytest.raises(MeasureError, match=r"PrefsSimp needs preference judgments \(gpukit.Prefs.from_trec.*not ordinary qrels"):
         gpukit.evaluate(qrels, run, ["P@5", "prefs_simp"])
-    with pytest.raises(MeasureError, match="APAvgJG needs judgment groups.*use gpukit.evaluate_judgment_groups"):
+    with pytest.raises(MeasureError, match=r"APAvgJG needs judgment groups \(.*not ordinary qrels"):
         gpukit.evaluate(qrels, run, "map_avgjg")
 
 
 def test_prefs_and_group_evaluation_refuse_other_measures():
     run = gpukit.Run.from_dict({"q": {"a": 1.0}})
     prefs = Prefs.from_arrays(["q"], ["g"], ["s"], ["a"], [1.0])
-    with pytest.raises(MeasureError, match="P@5 needs ordinary qrels.*use gpukit.evaluate"):
-        gpukit.evaluate_prefs(prefs, run, ["prefs_simp", "P@5"])
-    with pytest.raises(MeasureError, match="APAvgJG needs judgment groups, not preference judgments"):
-        gpukit.evaluate_prefs(prefs, run, ["map_avgjg"])
+    with pytest.raises(MeasureError, match=r"P@5 needs ordinary qrels \(gpukit.Qrels.from_trec.*not preference judgments"):
+        gpukit.evaluate(prefs, run, ["prefs_simp", "P@5"])
+    with pytest.raises(MeasureError, match=r"APAvgJG needs judgment groups \(.*\), not preference judgments"):
+        gpukit.evaluate(prefs, run, ["map_avgjg"])
     with pytest.raises(GpukitError, match="max_depth must be a positive integer"):
-        gpukit.evaluate_prefs(prefs, run, "prefs_simp", max_depth=0)
+        gpukit.evaluate(prefs, run, "prefs_simp", max_depth=0)
 
 
 @pytest.mark.parametrize("name", ["PrefsSimp", "PrefsNumPoss", "APAvgJG", "PAvgJG@10", "RprecMultAvgJG"])
@@ -223,9 +223,9 @@ def test_gpukit_convention_omits_queries_without_preferences():
     PrefsSimp 0, gpukit omits it (and counts it)."""
     prefs = Prefs.from_arrays(["q1", "q1", "q2", "q2"], ["g"] * 4, ["s"] * 4, ["a", "b", "a", "b"], [1.0, 0.0, 1.0, 1.0])
     run = gpukit.Run.from_dict({"q1": {"a": 2.0, "b": 1.0}, "q2": {"a": 1.0}})
-    trec = gpukit.evaluate_prefs(prefs, run, "PrefsSimp")["PrefsSimp"]
+    trec = gpukit.evaluate(prefs, run, "PrefsSimp")["PrefsSimp"]
     assert trec.per_query.tolist() == [1.0, 0.0] and trec.mean == 0.5
-    ours = gpukit.evaluate_prefs(prefs, run, "PrefsSimp", convention="gpukit")["PrefsSimp"]
+    ours = gpukit.evaluate(prefs, run, "PrefsSimp", convention="gpukit")["PrefsSimp"]
     assert (ours.mean, ours.evaluated, ours.omitted) == (1.0, 1, 1)
 
 
@@ -238,7 +238,7 @@ def test_rnonrel_ret_keeps_up_to_all_relevant_in_a_partial_order():
     lines = [("q", "g", "s1", "a", 1), ("q", "g", "s1", "x", 0), ("q", "g", "s1", "y", 0),
              ("q", "g", "s2", "b", 1), ("q", "g", "s2", "z", 0)]
     run = {"q": {"y": 5.0, "a": 4.0, "x": 3.0, "z": 1.0}}
-    got = gpukit.evaluate_prefs(Prefs.from_arrays(*zip(*lines)), gpukit.Run.from_dict(run), "prefs_avgjg_Rnonrel_ret")
+    got = gpukit.evaluate(Prefs.from_arrays(*zip(*lines)), gpukit.Run.from_dict(run), "prefs_avgjg_Rnonrel_ret")
     assert got.means() == {"PrefsAvgJGRnonrelRet": 0.5}
     assert reference_prefs_evaluate(lines, run, ["PrefsAvgJGRnonrelRet"])["measures"]["PrefsAvgJGRnonrelRet"]["mean"] == 0.5
 
@@ -248,9 +248,9 @@ def test_cuda_equals_cpu_bitwise():
     """Same kernels on CUDA: every per-query value equal to the CPU's, bit for bit."""
     data = Path(__file__).parent / "data" / "trec_eval"
     cases = [
-        (gpukit.evaluate_prefs, Prefs.from_trec(data / "prefs.test"), gpukit.Run.from_trec(data / "prefs.results.test")),
-        (gpukit.evaluate_prefs, Prefs.from_qrels_file(data / "qrels.test"), gpukit.Run.from_trec(data / "results.test")),
-        (gpukit.evaluate_judgment_groups, JudgmentGroups.from_trec(data / "qrels.123"), gpukit.Run.from_trec(data / "results.test")),
+        (gpukit.evaluate, Prefs.from_trec(data / "prefs.test"), gpukit.Run.from_trec(data / "prefs.results.test")),
+        (gpukit.evaluate, Prefs.from_qrels_file(data / "qrels.test"), gpukit.Run.from_trec(data / "results.test")),
+        (gpukit.evaluate, JudgmentGroups.from_trec(data / "qrels.123"), gpukit.Run.from_trec(data / "results.test")),
     ]
     for evaluate, judgments, run in cases:
         on_cpu = evaluate(judgments, run, device="cpu")

@@ -8,7 +8,7 @@ Replays the quicktest commands (tests/data/trec_eval/quicktest_commands.txt)
     trec_eval -m qrels_jg -q -R qrels_jg qrels.123 results.test               -> out.test.qrels_jg
     trec_eval -m qrels_jg -q -R qrels_jg qrels.comments.123 results.test      -> out.test.qrels_jg
 
-through gpukit.evaluate_prefs / evaluate_judgment_groups and compares every
+through gpukit.evaluate / evaluate and compares every
 per-query and summary value at trec_eval's printed precision (the parsed
 values: the bytes are the CLI's business).
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 import gpukit
-from gpukit.data.prefs import Prefs
-from gpukit.data.qrels_jg import JudgmentGroups
+from gpukit.judgments.prefs import Prefs
+from gpukit.judgments.judgment_groups import JudgmentGroups
 from test_trec_eval_outputs import _expected
 from trec_eval_names import to_gpukit
 
@@ -46,8 +46,8 @@ CASES = [
 
 def _evaluate(kind, judgments, run, measures, **options):
     if kind == "qrels_jg":
-        return gpukit.evaluate_judgment_groups(judgments, run, measures, **options)
-    return gpukit.evaluate_prefs(judgments, run, measures, **options)
+        return gpukit.evaluate(judgments, run, measures, **options)
+    return gpukit.evaluate(judgments, run, measures, **options)
 
 
 @pytest.mark.parametrize("expected_file,kind,judgments,run_file,nickname", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])

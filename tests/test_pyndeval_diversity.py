@@ -18,7 +18,7 @@ import random
 import pytest
 
 import gpukit
-from gpukit.data.subtopic_qrels import SubtopicQrels
+from gpukit.judgments.subtopics import SubtopicQrels
 
 pyndeval = pytest.importorskip("pyndeval")
 
@@ -96,7 +96,7 @@ def test_per_query_values_equal_pyndeval(seed, config):
     ours[f"AP_IA(rel={rel}{',judged_only=True' if judged_only else ''})"] = "MAP-IA"
     theirs = sorted(set(ours.values()))
     expected = _pyndeval(qrels, run, theirs, rel, alpha, beta, max_depth, judged_only)
-    report = gpukit.evaluate_diversity(SubtopicQrels.from_dict(qrels), gpukit.Run.from_dict(run), list(ours),
+    report = gpukit.evaluate(SubtopicQrels.from_dict(qrels), gpukit.Run.from_dict(run), list(ours),
                                        convention="trec_eval", max_depth=max_depth)
     # judged_only can empty a ranking: pyndeval then never sees the query, gpukit scores it 0.
     assert set(expected) <= set(report.query_ids) == set(qrels) & set(run)
@@ -117,7 +117,7 @@ def test_complete_scores_queries_missing_from_the_run_zero():
     run = {"1": {"b": 2.0, "a": 1.0}}
     lines = [(q, s, d, g) for q in qrels for s in qrels[q] for d, g in qrels[q][s].items()]
     one = pyndeval.ndeval(lines, [("1", "b", 2.0), ("1", "a", 1.0)], ["alpha-nDCG@5"])["1"]["alpha-nDCG@5"]
-    got = gpukit.evaluate_diversity(SubtopicQrels.from_dict(qrels), gpukit.Run.from_dict(run), "alpha_nDCG@5",
+    got = gpukit.evaluate(SubtopicQrels.from_dict(qrels), gpukit.Run.from_dict(run), "alpha_nDCG@5",
                                     convention="trec_eval", complete=True)["alpha_nDCG@5"]
     assert got.per_query.tolist() == [pytest.approx(one, abs=TOL), 0.0]
     assert got.mean == pytest.approx(one / 2, abs=TOL)

@@ -7,7 +7,7 @@ import pytest
 import pytrec_eval
 
 import gpukit
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 
 MEASURES = ["nDCG@10", "P@10", "R@100", "AP", "Rprec", "RR"]

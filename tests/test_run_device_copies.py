@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 import torch
 
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.evaluation import evaluate
 from op_budget import DeviceOpCounter

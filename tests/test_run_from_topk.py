@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from gpukit.cli.search_cmd import write_trec_run
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.errors import GpukitError, InputFormatError
 from gpukit.evaluation import evaluate

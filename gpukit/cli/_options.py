@@ -46,6 +46,13 @@ def device_name(text: str) -> str:
     return text
 
 
+def add_device_option(parser: argparse.ArgumentParser, extra: str = "") -> None:
+    """``--device``, default ``cpu`` for every command: files are read into
+    host memory, and ``None`` means the input's device (see :mod:`gpukit.device`)."""
+    parser.add_argument("--device", type=device_name, default="cpu",
+                        help=f"cpu (default), auto (CUDA when present{extra}), cuda or cuda:N")
+
+
 def check_output_path(path: str | None, option: str) -> None:
     """Fail early when ``path`` cannot be written as a file (a directory, or in no directory)."""
     if path is None:

@@ -20,10 +20,10 @@ import argparse
 import sys
 from typing import Any
 
-from gpukit.cli._options import check_output_path, device_name, seed
+from gpukit.cli._options import add_device_option, check_output_path, seed
 from gpukit.cli import COMMAND_HELP
 from gpukit.cli.search_cmd import load_embeddings, read_ids
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.device import resolve_device
 from gpukit.efficiency import DEFAULT_BATCH_SIZES, Prices, measure_efficiency
 from gpukit.efficiency.specs import DTYPES
@@ -68,7 +68,7 @@ def register(subparsers: Any) -> None:
     idx.add_argument("--index", default="exact", help="'exact' or a faiss factory string, e.g. 'IVF1024,Flat', 'HNSW32'")
     idx.add_argument("--metric", choices=("ip", "cosine", "l2"), default="ip")
     idx.add_argument("--dtype", choices=DTYPES, default="fp32", help="storage of the exact index")
-    idx.add_argument("--device", type=device_name, default="auto", help="auto, cpu, cuda or cuda:N")
+    add_device_option(idx)
     idx.add_argument("-k", type=int, default=10, help="results per query; recall@k is measured (default 10)")
     idx.add_argument("--nprobe", type=int, help="IVF lists visited (faiss IVF)")
     idx.add_argument("--ef-search", type=int, help="HNSW search breadth (faiss HNSW)")

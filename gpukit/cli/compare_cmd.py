@@ -10,9 +10,9 @@ import json
 import os
 import sys
 
-from gpukit.cli._options import check_output_path, device_name, grade, seed
+from gpukit.cli._options import add_device_option, check_output_path, grade, seed
 from gpukit.cli import COMMAND_HELP
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.io.text_table import check_stdin_once
 from gpukit.device import resolve_device
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="baseline run: its file name (or path as given); default the first run")
     p.add_argument("--format", choices=["table", "json", "latex"], default="table")
     p.add_argument("--plot", metavar="FILE", help="write a PNG of sorted per-query differences")
-    p.add_argument("--device", type=device_name, default="auto", help="auto, cpu or cuda[:n] (default auto; results do not depend on it)")
+    add_device_option(p)
     p.add_argument("-l", "--relevance-level", type=grade, default=None,
                    help="grade counted as relevant by binary measures (default 1)")
     p.set_defaults(func=run_compare)

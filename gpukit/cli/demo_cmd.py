@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from gpukit.cli._options import bounded_int, device_name
+from gpukit.cli._options import add_device_option, bounded_int
 from gpukit.cli import COMMAND_HELP
 from gpukit.data.run import Run
 from gpukit.datasets import load_scifact, scifact_run_path
@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--device", type=device_name, default="auto", help="auto, cpu or cuda[:n] (default auto)")
+    add_device_option(p)
     p.add_argument("--precomputed", action="store_true", help="evaluate the bundled precomputed run instead of encoding")
     p.add_argument(
         "-m", "--measure", action="append", dest="measures", metavar="MEASURE",

@@ -1,4 +1,5 @@
-"""``gpukit diversity QRELS RUN [RUN ...] -m MEASURE ...``: ndeval's measures (see gpukit.diversity_evaluation)."""
+"""``gpukit diversity QRELS RUN [RUN ...] -m MEASURE ...``: ndeval's measures against subtopic qrels
+(``gpukit eval`` takes the same files when every measure asked is a diversity measure)."""
 from __future__ import annotations
 
 import argparse
@@ -8,13 +9,14 @@ import torch
 
 from gpukit.cli import COMMAND_HELP
 from gpukit.cli._formats import add_format_option, write_reports
-from gpukit.cli._options import device_name, grade, positive_int64
+from gpukit.cli._options import add_device_option, grade, positive_int64
 from gpukit.data.run import Run
-from gpukit.data.subtopic_qrels import SubtopicQrels
+from gpukit.judgments.subtopics import SubtopicQrels
 from gpukit.io.text_table import check_stdin_once
 from gpukit.device import resolve_device
-from gpukit.diversity_evaluation import NDEVAL_MEASURES, evaluate_diversity
-from gpukit.evaluation import check_ranking_inputs
+from gpukit.evaluation import evaluate
+from gpukit.families.diversity import NDEVAL_MEASURES
+from gpukit.judgments import check_kind
 from gpukit.measures import parse_measures
 
 
@@ -41,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="only the top N documents of each ranking count (ndeval -M)")
     p.add_argument("-q", "--per-query", action="store_true", help="also print per-query values")
     add_format_option(p)
-    p.add_argument("--device", type=device_name, default="cpu", help="auto, cpu or cuda[:n] (default cpu)")
+    add_device_option(p)
     p.set_defaults(func=run_diversity)
 
 
@@ -49,12 +51,12 @@ def run_diversity(args: argparse.Namespace) -> int:
     check_stdin_once([args.qrels, *args.runs])
     names = [n for m in (args.measures or ["ndeval"]) for n in (NDEVAL_MEASURES if m == "ndeval" else [m])]
     measures = parse_measures(names, rel=args.relevance_level)
-    check_ranking_inputs(measures, "subtopics")  # before any file is read
+    check_kind(measures, "subtopics")  # before any file is read
     device = resolve_device(args.device)
     qrels = SubtopicQrels.from_trec(args.qrels)
     reports = [
-        evaluate_diversity(qrels, Run.from_trec(path).to(device), measures, convention=args.convention,
-                           complete=args.complete, max_depth=args.max_depth, score_dtype=torch.float64)
+        evaluate(qrels, Run.from_trec(path).to(device), measures, convention=args.convention,
+                 complete=args.complete, max_depth=args.max_depth, score_dtype=torch.float64)
         for path in args.runs
     ]
     write_reports(sys.stdout, reports, args.format, args.per_query)

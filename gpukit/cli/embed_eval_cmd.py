@@ -25,7 +25,7 @@ import sys
 from typing import Any
 
 from gpukit.cli import COMMAND_HELP
-from gpukit.cli._options import bounded_int, device_name
+from gpukit.cli._options import add_device_option, bounded_int
 from gpukit.errors import UsageError
 
 DEFAULT_MEASURES = ["nDCG@10", "R@100", "RR@10", "AP", "P@10"]
@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("-k", type=bounded_int(1, 2**31 - 1), default=100, help="results per query (default 100)")
     p.add_argument("--metric", choices=("cosine", "ip", "l2"), help="similarity (default: the model's)")
     p.add_argument("--batch-size", type=bounded_int(1, 2**31 - 1), default=64, help="texts per encoder batch (default 64)")
-    p.add_argument("--device", type=device_name, help="auto, cpu, cuda or cuda:N (default: cuda:LOCAL_RANK if available, else cpu)")
+    add_device_option(p, extra=", this rank's GPU under torchrun")
     p.add_argument("--drop-self-hits", action="store_true", help="drop a retrieved document whose id is the query id (BEIR option)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -6,8 +6,8 @@ import json
 import sys
 
 from gpukit.cli import COMMAND_HELP
-from gpukit.cli._options import device_name, grade
-from gpukit.data.qrels import Qrels
+from gpukit.cli._options import add_device_option, grade
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import resolve_device
 from gpukit.pairwise import p_mrr
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-l", "--relevance-level", type=grade, default=1, help="grade counted as relevant (default 1)")
     p.add_argument("-q", "--per-query", action="store_true", help="also print per-query values and each changed document")
     p.add_argument("--format", choices=["table", "json"], default="table")
-    p.add_argument("--device", type=device_name, default="cpu", help="auto, cpu or cuda[:n] (default cpu)")
+    add_device_option(p)
     p.set_defaults(func=run_pmrr)
 
 

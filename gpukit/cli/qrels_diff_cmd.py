@@ -6,8 +6,8 @@ import json
 import sys
 
 from gpukit.cli import COMMAND_HELP
-from gpukit.cli._options import device_name, grade, positive_int64
-from gpukit.data.qrels import Qrels
+from gpukit.cli._options import add_device_option, grade, positive_int64
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import resolve_device
 from gpukit.measures import parse_measures
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-M", "--max-depth", type=positive_int64, default=None, help="only the top N documents of each ranking count")
     p.add_argument("-q", "--per-query", action="store_true", help="also list every changed judgment and per-query change")
     p.add_argument("--format", choices=["table", "json"], default="table")
-    p.add_argument("--device", type=device_name, default="cpu", help="auto, cpu or cuda[:n] (default cpu)")
+    add_device_option(p)
     p.set_defaults(func=run_qrels_diff)
 
 

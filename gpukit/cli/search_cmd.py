@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from gpukit.cli._options import check_output_path, device_name
+from gpukit.cli._options import add_device_option, check_output_path
 from gpukit.cli import COMMAND_HELP
 from gpukit.errors import InputFormatError
 from gpukit.index import ExactIndex, FaissIndex, IndexUsageError, SearchIndex
@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--dtype", choices=("fp32", "fp16", "bf16"), default="fp32", help="storage dtype of --index exact"
     )
-    parser.add_argument("--device", type=device_name, default="auto", help="auto, cpu, cuda or cuda:N")
+    add_device_option(parser)
     parser.add_argument("--nprobe", type=int, help="IVF lists to visit (faiss IVF indexes)")
     parser.add_argument("--ef-search", type=int, help="HNSW search breadth (faiss HNSW indexes)")
     parser.add_argument("--run-name", default="gpukit", help="last column of the run file")

@@ -36,7 +36,7 @@ from ir_measures import Metric, providers
 from ir_measures.providers.base import Any as AnyValue, Choices, NOT_PROVIDED
 
 from gpukit.errors import GpukitError, MeasureError
-from gpukit.evaluation import SEPARATE_INPUTS
+from gpukit.judgments import KINDS
 from gpukit.families import name_index
 from gpukit.families.spec import Family
 from gpukit.measures import Measure
@@ -64,7 +64,7 @@ def _family_of(measure: Any) -> Family | None:
     found = name_index().lookup(measure.NAME)
     # Families that read another kind of judgments (preferences, judgment
     # groups, subtopics) are left to the providers that read them.
-    if found is None or found[0].name in DIFFERENT or found[0].needs & SEPARATE_INPUTS.keys():
+    if found is None or found[0].name in DIFFERENT or found[0].needs & (KINDS.keys() - {"qrels"}):
         return None
     return found[0]
 

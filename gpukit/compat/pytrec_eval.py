@@ -48,7 +48,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Set
 import numpy as np
 
 from gpukit.io.nested_mapping import FlatMapping, flatten
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.errors import InputDuplicateError, InputFormatError, MeasureError, TrecEvalError, UsageTypeError
 from gpukit.families import name_index

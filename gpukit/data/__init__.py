@@ -12,7 +12,7 @@ from gpukit.lazy_names import lazy_names
 
 #: Public name -> the module that defines it.
 _LAZY: dict[str, str] = {
-    "Qrels": "gpukit.data.qrels",
+    "Qrels": "gpukit.judgments.qrels",
     "Run": "gpukit.data.run",
     "read_trec_files": "gpukit.data.trec_files",
 }
@@ -24,6 +24,6 @@ __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
-    from gpukit.data.qrels import Qrels
+    from gpukit.judgments.qrels import Qrels
     from gpukit.data.run import Run
     from gpukit.data.trec_files import read_trec_files

@@ -473,7 +473,7 @@ class Run:
         (:attr:`scores`): evaluating in the stored precision never reads
         them. Scores on a device are copied now (the copy frees it).
         """
-        dev = resolve_device(device)
+        dev = resolve_device(device, self.device)
         if self.blocks is None:
             return Run(self.query_ids, self.doc_space, self._doc_codes.to(dev), _deferred(self._scores, dev), self.name)
         return Run.from_blocks(self.query_ids, self.doc_space, [b.to(dev) for b in self.blocks], self.name)

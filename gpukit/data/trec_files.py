@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Iterator, Sequence
 
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Dedup, Run
 from gpukit.errors import UsageError
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import torch
 
 from gpukit.io.corpus_keys import CorpusKeys
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.errors import UsageError
 from gpukit.evaluation import evaluate

@@ -24,8 +24,8 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 import gpukit
-from gpukit.data.qrels import Qrels
-from gpukit.device import DeviceLike
+from gpukit.judgments.qrels import Qrels
+from gpukit.device import DeviceLike, resolve_device
 from gpukit.efficiency.build import build_index, time_encoding
 from gpukit.efficiency.energy import MIN_ENERGY_SPAN_S, EnergyMeter, EnergySpan
 from gpukit.efficiency.infrastructure import Prices, cost_lines, describe_device
@@ -48,7 +48,6 @@ from gpukit.efficiency.throughput import measure_throughput
 from gpukit.efficiency.timing import synchronize, time_call, timer_description
 from gpukit.errors import GpukitError
 from gpukit.index import ExactIndex, SearchIndex
-from gpukit.index.base import canonical_device
 from gpukit.index.faiss_index import faiss, faiss_device
 from gpukit.index.memory import DEFAULT_QUERY_BATCH
 
@@ -57,7 +56,7 @@ _IVF_FLAT = re.compile(r"^IVF(\d+),Flat$")
 
 def resolve_bench_device(spec: IndexSpec, device: DeviceLike) -> torch.device:
     """The device the index will live on (faiss: only CUDA when faiss has GPU support)."""
-    return canonical_device(device) if spec.is_exact else faiss_device(device)
+    return resolve_device(device) if spec.is_exact else faiss_device(device)
 
 
 def search_cost(spec: IndexSpec, index: SearchIndex, n_queries: int, params: Mapping[str, Any]) -> tuple[SearchCost | None, str | None]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.errors import GpukitError
 
 # Per-coordinate standard deviations, chosen so that clusters overlap (IVF

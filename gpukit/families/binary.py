@@ -60,13 +60,12 @@ P = register(Family(
     cutoff="required",
     params=(REL,),
     aliases=(Alias("p", "ir_measures", bare="expand"), Alias("precision", "ranx", bare="error")),
-    trec=(TrecSyntax("P", "cutoffs", TREC_CUTOFFS),),
+    trec=(TrecSyntax("P", "cutoffs", TREC_CUTOFFS, groups=('official', 'all_trec')),),
     trec_cutoffs=TREC_CUTOFFS,
     needs=frozenset({"grades"}),
     describe=describe_binary,
     trec_name=trec_names(cut="P"),
     examples=("P@5", "P(rel=2)@3", "P@20"),
-    trec_groups=("official", "all_trec"),
 ))
 
 R = register(Family(
@@ -79,14 +78,13 @@ R = register(Family(
     params=(REL,),
     aliases=(Alias("r", "ir_measures"), Alias("recall", "trec_eval", bare="expand"),
              Alias("SetR", "ir_measures"), Alias("set_recall", "trec_eval")),
-    trec=(TrecSyntax("recall", "cutoffs", TREC_CUTOFFS), TrecSyntax("set_recall")),
+    trec=(TrecSyntax("recall", "cutoffs", TREC_CUTOFFS, groups=('all_trec',)), TrecSyntax("set_recall", groups=('set', 'all_trec'))),
     trec_cutoffs=TREC_CUTOFFS,
     needs=frozenset({"grades", "ideal"}),
     defined_when=_R_RULE,
     describe=describe_binary,
     trec_name=trec_names(cut="recall", uncut="set_recall"),
     examples=("R@5", "R", "R(rel=2)@3"),
-    trec_groups=("all_trec", "set"),
 ))
 
 Rprec = register(Family(
@@ -96,13 +94,12 @@ Rprec = register(Family(
     kernel=_rprec,
     params=(REL,),
     aliases=(Alias("rprec", "ir_measures"), Alias("r-precision", "ranx"), Alias("r_precision", "ranx")),
-    trec=(TrecSyntax("Rprec"),),
+    trec=(TrecSyntax("Rprec", groups=('official', 'all_trec')),),
     needs=frozenset({"grades", "ideal"}),
     defined_when=_R_RULE,
     describe=describe_binary,
     trec_name=trec_names(uncut="Rprec"),
     examples=("Rprec", "Rprec(rel=2)"),
-    trec_groups=("official", "all_trec"),
 ))
 
 RR = register(Family(
@@ -113,12 +110,11 @@ RR = register(Family(
     cutoff="optional",
     params=(REL,),
     aliases=(Alias("rr", "ir_measures"), Alias("mrr", "ranx"), Alias("recip_rank", "trec_eval")),
-    trec=(TrecSyntax("recip_rank"),),
+    trec=(TrecSyntax("recip_rank", groups=('official', 'all_trec')),),
     needs=frozenset({"grades"}),
     describe=describe_binary,
     trec_name=trec_names(uncut="recip_rank"),
     examples=("RR", "RR@3", "RR(rel=2)"),
-    trec_groups=("official", "all_trec"),
 ))
 
 Success = register(Family(
@@ -130,13 +126,12 @@ Success = register(Family(
     params=(REL,),
     aliases=(Alias("success", "trec_eval", bare="expand"), Alias("hit_rate", "ranx", bare="error"),
              Alias("hitrate", "ranx", bare="error")),
-    trec=(TrecSyntax("success", "cutoffs", (1, 5, 10)),),
+    trec=(TrecSyntax("success", "cutoffs", (1, 5, 10), groups=('all_trec',)),),
     trec_cutoffs=(1, 5, 10),
     needs=frozenset({"grades"}),
     describe=describe_binary,
     trec_name=trec_names(cut="success"),
     examples=("Success@1", "Success@3", "Success(rel=2)@5"),
-    trec_groups=("all_trec",),
 ))
 
 AP = register(Family(
@@ -148,14 +143,13 @@ AP = register(Family(
     cutoff="optional",
     params=(REL,),
     aliases=(Alias("ap", "ir_measures"), Alias("map", "trec_eval"), Alias("map_cut", "trec_eval", bare="expand")),
-    trec=(TrecSyntax("map"), TrecSyntax("map_cut", "cutoffs", TREC_CUTOFFS)),
+    trec=(TrecSyntax("map", groups=('official', 'all_trec')), TrecSyntax("map_cut", "cutoffs", TREC_CUTOFFS, groups=('all_trec',))),
     trec_cutoffs=TREC_CUTOFFS,
     needs=frozenset({"grades", "ideal"}),
     defined_when=_R_RULE,
     describe=describe_binary,
     trec_name=trec_names(cut="map_cut", uncut="map"),
     examples=("AP", "AP@3", "AP(rel=2)"),
-    trec_groups=("official", "all_trec"),
 ))
 
 Bpref = register(Family(
@@ -166,11 +160,10 @@ Bpref = register(Family(
     kernel=_bpref,
     params=(REL,),
     aliases=(Alias("bpref", "trec_eval"),),
-    trec=(TrecSyntax("bpref"),),
+    trec=(TrecSyntax("bpref", groups=('official', 'all_trec')),),
     needs=frozenset({"grades", "ideal"}),
     defined_when=_R_RULE,
     describe=describe_binary,
     trec_name=trec_names(uncut="bpref"),
     examples=("Bpref", "Bpref(rel=2)"),
-    trec_groups=("official", "all_trec"),
 ))

@@ -42,13 +42,12 @@ NumRet = register(Family(
     definition="NumRet = |ranking|",
     kernel=_num_ret,
     aliases=(Alias("num_ret", "trec_eval"), Alias("numret", "ir_measures")),
-    trec=(TrecSyntax("num_ret"),),
+    trec=(TrecSyntax("num_ret", groups=('official', 'set', 'all_trec')),),
     needs=frozenset({"num_ret"}),
     aggregate=_SUM,
     trec_format="int",
     trec_name=trec_names(uncut="num_ret"),
     examples=("NumRet",),
-    trec_groups=("official", "all_trec", "set"),
 ))
 
 NumRel = register(Family(
@@ -58,14 +57,13 @@ NumRel = register(Family(
     kernel=_num_rel,
     params=(REL,),
     aliases=(Alias("num_rel", "trec_eval"), Alias("numrel", "ir_measures")),
-    trec=(TrecSyntax("num_rel"),),
+    trec=(TrecSyntax("num_rel", groups=('official', 'set', 'all_trec')),),
     needs=frozenset({"ideal"}),
     aggregate=_SUM,
     trec_format="int",
     describe=describe_binary,
     trec_name=trec_names(uncut="num_rel"),
     examples=("NumRel", "NumRel(rel=2)"),
-    trec_groups=("official", "all_trec", "set"),
 ))
 
 NumRelRet = register(Family(
@@ -75,14 +73,13 @@ NumRelRet = register(Family(
     kernel=_num_rel_ret,
     params=(REL,),
     aliases=(Alias("num_rel_ret", "trec_eval"), Alias("numrelret", "ir_measures")),
-    trec=(TrecSyntax("num_rel_ret"),),
+    trec=(TrecSyntax("num_rel_ret", groups=('official', 'set', 'all_trec')),),
     needs=frozenset({"grades"}),
     aggregate=_SUM,
     trec_format="int",
     describe=describe_binary,
     trec_name=trec_names(uncut="num_rel_ret"),
     examples=("NumRelRet", "NumRelRet(rel=2)"),
-    trec_groups=("official", "all_trec", "set"),
 ))
 
 Judged = register(Family(

@@ -3,8 +3,8 @@ NRBP, nNRBP, P-IA, AP-IA and subtopic recall, as ndeval (TREC Web track) and
 ir_measures' pyndeval provider compute them.
 
 They read judgments per subtopic (``qid subtopic docno grade``), so
-``needs`` names the "subtopics" input: ``gpukit.evaluate`` refuses them and
-``gpukit.evaluate_diversity`` computes them. A document is relevant to a
+``needs`` names the "subtopics" input: ``gpukit.evaluate`` computes them
+from :class:`~gpukit.SubtopicQrels` and refuses them against other judgments. A document is relevant to a
 subtopic when its grade there is >= ``rel`` (ndeval is binary). Only
 subtopics with a relevant document count (n_sub); a query with none is
 undefined under gpukit's convention (omitted) and scores 0 under the
@@ -19,8 +19,17 @@ from gpukit.families.registry import register
 from gpukit.families.spec import Alias, Family
 from gpukit.metrics import diversity as dk
 
+
+#: ndeval's output columns, in its order (the ``"ndeval"`` nickname of
+#: :class:`~gpukit.SubtopicQrels`).
+NDEVAL_MEASURES: tuple[str, ...] = tuple(
+    [f"{f}@{k}" for f in ("ERR_IA", "nERR_IA", "alpha_DCG", "alpha_nDCG") for k in (5, 10, 20)]
+    + ["NRBP", "nNRBP", "AP_IA"]
+    + [f"{f}@{k}" for f in ("P_IA", "StRecall") for k in (5, 10, 20)]
+)
+
 _SUBTOPICS = frozenset({"subtopics"})
-_NO_STREAM = "it needs judgments per subtopic (gpukit.evaluate_diversity), which a dense batch does not have"
+_NO_STREAM = "it needs judgments per subtopic (gpukit.SubtopicQrels), which a dense batch does not have"
 _DEFINED = "some subtopic of the query has a relevant document (n_sub > 0)"
 
 ALPHA = number("alpha", "redundancy intolerance: a document's gain for a subtopic already covered c times is "

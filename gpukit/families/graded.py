@@ -36,15 +36,14 @@ nDCG = register(Family(
     params=(GAIN,),
     aliases=(Alias("ndcg", "trec_eval"), Alias("ndcg_cut", "trec_eval", bare="expand"),
              Alias("ndcg_burges", "ranx", preset=(("gain", "exp"),))),
-    trec=(TrecSyntax("ndcg", "string", param="gain", parse_string=parse_trec_gains),
-          TrecSyntax("ndcg_cut", "cutoffs", TREC_CUTOFFS)),
+    trec=(TrecSyntax("ndcg", "string", param="gain", parse_string=parse_trec_gains, groups=('all_trec',)),
+          TrecSyntax("ndcg_cut", "cutoffs", TREC_CUTOFFS, groups=('all_trec',))),
     trec_cutoffs=TREC_CUTOFFS,
     needs=frozenset({"grades", "ideal"}),
     defined_when="IDCG > 0 (the query has a judged document with positive gain)",
     describe=describe_graded,
     trec_name=_ndcg_trec_name,
     examples=("nDCG@5", "nDCG", "nDCG(gain=exp)@3", "nDCG(gains={1:3,2:9})", "nDCG(gains={1:9,2:3})@3"),
-    trec_groups=("all_trec",),
 ))
 
 DCG = register(Family(

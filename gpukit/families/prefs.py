@@ -3,8 +3,9 @@ and judgment-group families (``-R qrels_jg``, ``-m qrels_jg``).
 
 They read inputs an ordinary qrels does not have — preferences, or several
 judgment groups (JGs) per query — so ``needs`` names them ("prefs",
-"judgment_groups"); ``gpukit.evaluate`` refuses them and
-``gpukit.evaluate_prefs`` / ``gpukit.evaluate_judgment_groups`` compute them.
+"judgment_groups"): ``gpukit.evaluate`` computes them from
+:class:`~gpukit.Prefs` or :class:`~gpukit.JudgmentGroups` and refuses them
+against any other judgments.
 
 A preference a > b of a JG is *fulfilled* when the run ranks a above b; an
 unretrieved document ranks below every retrieved one, so a > b with only a
@@ -121,7 +122,7 @@ def _prefs_family(name: str, trec: str, summary: str, definition: str, kernel, *
         summary=summary,
         definition=definition + ("" if defined_when is None else _CONVENTION.format(defined_when)),
         kernel=kernel,
-        trec=(TrecSyntax(trec),),
+        trec=(TrecSyntax(trec, groups=groups),),
         needs=_PREFS,
         defined_when=defined_when,
         aggregate=_SUM if count else (),
@@ -129,7 +130,6 @@ def _prefs_family(name: str, trec: str, summary: str, definition: str, kernel, *
         trec_format="int" if count else "float",
         trec_name=lambda m, t=trec: t,
         examples=(name,),
-        trec_groups=groups,
     ))
 
 
@@ -236,14 +236,13 @@ APAvgJG = register(Family(
     definition="AP = (1/R) * sum over relevant ranks i of P@i" + _JG_NOTE + " (a JG with R = 0 adds 0)",
     kernel=_ap_avgjg,
     params=(REL,),
-    trec=(TrecSyntax("map_avgjg"),),
+    trec=(TrecSyntax("map_avgjg", groups=('qrels_jg',)),),
     needs=_JG,
     defined_when=_JG_RULE,
     streamable=_NO_STREAM_JG,
     describe=describe_binary,
     trec_name=trec_names(uncut="map_avgjg"),
     examples=("APAvgJG", "APAvgJG(rel=2)"),
-    trec_groups=("qrels_jg",),
 ))
 
 PAvgJG = register(Family(
@@ -253,14 +252,13 @@ PAvgJG = register(Family(
     kernel=_p_avgjg,
     cutoff="required",
     params=(REL,),
-    trec=(TrecSyntax("P_avgjg", "cutoffs", TREC_CUTOFFS),),
+    trec=(TrecSyntax("P_avgjg", "cutoffs", TREC_CUTOFFS, groups=('qrels_jg',)),),
     trec_cutoffs=TREC_CUTOFFS,
     needs=_JG,
     streamable=_NO_STREAM_JG,
     describe=describe_binary,
     trec_name=trec_names(cut="P_avgjg"),
     examples=("PAvgJG@5", "PAvgJG(rel=2)@3", "PAvgJG@20"),
-    trec_groups=("qrels_jg",),
 ))
 
 
@@ -274,12 +272,11 @@ RprecMultAvgJG = register(Family(
     definition="precision at rank c = floor(mult * R + 0.9) (0 when c = 0)" + _JG_NOTE,
     kernel=_rprec_mult_avgjg,
     params=(REL, number("mult", "multiple of R at which precision is measured (trec_eval's level)", 1.0, low=0.0)),
-    trec=(TrecSyntax("Rprec_mult_avgjg", "levels", _MULT_LEVELS, param="mult"),),
+    trec=(TrecSyntax("Rprec_mult_avgjg", "levels", _MULT_LEVELS, param="mult", groups=('qrels_jg',)),),
     needs=_JG,
     defined_when=_JG_RULE,
     streamable=_NO_STREAM_JG,
     describe=describe_binary,
     trec_name=_rprec_mult_name,
     examples=("RprecMultAvgJG", "RprecMultAvgJG(mult=0.2)", "RprecMultAvgJG(rel=2,mult=1.6)"),
-    trec_groups=("qrels_jg",),
 ))

@@ -40,9 +40,9 @@ RANKING_INPUTS = frozenset(
         "annotated",  # (T, K) ranked doc judged for any query of the qrels (BEIR's Hole@k)
         "topics",  # the topic set itself (num_q)
         "run_name",  # the run tag (runid)
-        "prefs",  # preference judgments (gpukit.prefs_ranking.PrefsRanking)
+        "prefs",  # preference judgments (gpukit.judgments.prefs_ranking.PrefsRanking)
         "judgment_groups",  # several judgment groups per query (JudgmentGroupRanking)
-        "subtopics",  # judgments per subtopic, (T, K, S) (gpukit.diversity_ranking.SubtopicRanking)
+        "subtopics",  # judgments per subtopic, (T, K, S) (gpukit.judgments.subtopic_ranking.SubtopicRanking)
     }
 )
 
@@ -105,7 +105,8 @@ class TrecSyntax:
       gains ``1=3,2=9``, ``utility.2,-1,0,0``, ``11pt_avg..25,.5``); printed
       ``name_TEXT`` when given, ``name`` when defaulted.
 
-    ``defaults`` are the cutoffs/levels trec_eval uses when none are given.
+    ``defaults`` are the cutoffs/levels trec_eval uses when none are given;
+    ``groups`` the -m nicknames whose list (trec_eval's measures.c) holds the name.
     ``param`` names the gpukit parameter that a ``"string"`` text or a
     ``"levels"`` value sets (``None``: the cutoff).
     """
@@ -116,6 +117,10 @@ class TrecSyntax:
     preset: tuple[tuple[str, Any], ...] = ()
     param: str | None = None
     parse_string: Callable[[str], Any] | None = None
+    #: trec_eval's -m nicknames (``official``, ``set``, ``all_trec``,
+    #: ``all_prefs``, ``prefs``, ``qrels_jg``) that include this name: the one
+    #: source of :data:`gpukit.trec_eval.measure_names.NICKNAMES`.
+    groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,8 +160,6 @@ class Family:
     trec_name: Callable[["Measure"], str | None] | None = None
     #: Names exercised by the registry-wide tests (reference, streaming).
     examples: tuple[str, ...] = ()
-    #: Groups this family belongs to in trec_eval's -m nicknames.
-    trec_groups: tuple[str, ...] = ()
     #: Checks across a measure's parameters (raise MeasureError), run when a Measure is made.
     validate: Callable[["Measure"], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)

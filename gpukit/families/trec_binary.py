@@ -274,7 +274,7 @@ GMAP = register(Family(
     kernel=AP.kernel,  # per query exactly AP (m_gm_map.c); only the aggregate differs
     params=(REL,),
     aliases=(Alias("gm_map", "trec_eval"),),
-    trec=(TrecSyntax("gm_map"),),
+    trec=(TrecSyntax("gm_map", groups=('official', 'all_trec')),),
     needs=frozenset({"grades", "ideal"}),
     defined_when=_R_RULE,
     aggregate=_GMEAN,
@@ -283,7 +283,6 @@ GMAP = register(Family(
     describe=describe_binary,
     trec_name=trec_names(uncut="gm_map"),
     examples=("GMAP", "GMAP(rel=2)"),
-    trec_groups=("official", "all_trec"),
 ))
 
 IPrec = register(Family(
@@ -296,7 +295,7 @@ IPrec = register(Family(
     cutoff_type=float,
     params=(REL,),
     aliases=(Alias("iprec_at_recall", "trec_eval", bare="expand"),),
-    trec=(TrecSyntax("iprec_at_recall", "levels", RECALL_LEVELS),),
+    trec=(TrecSyntax("iprec_at_recall", "levels", RECALL_LEVELS, groups=('official', 'all_trec')),),
     trec_cutoffs=RECALL_LEVELS,
     needs=frozenset({"grades", "ideal"}),
     defined_when=_R_RULE,
@@ -304,7 +303,6 @@ IPrec = register(Family(
     describe=_describe_levels,
     trec_name=_iprec_name,
     examples=("IPrec@0", "IPrec@0.1", "IPrec@0.5", "IPrec(rel=2)@0.3", "IPrec@1"),
-    trec_groups=("official", "all_trec"),
 ))
 
 infAP = register(Family(
@@ -315,14 +313,13 @@ infAP = register(Family(
     "documents above k, eps = 1e-5 (Yilmaz & Aslam; trec_eval infAP)",
     kernel=_infap,
     params=(REL,),
-    trec=(TrecSyntax("infAP"),),
+    trec=(TrecSyntax("infAP", groups=('all_trec',)),),
     needs=frozenset({"grades", "ideal", "pool"}),
     defined_when=_R_RULE,
     streamable="it needs the pooled-but-unjudged grades, which a stream's targets do not carry",
     describe=_describe_infap,
     trec_name=trec_names(uncut="infAP"),
     examples=("infAP", "infAP(rel=2)"),
-    trec_groups=("all_trec",),
 ))
 
 GMBpref = register(Family(
@@ -332,7 +329,7 @@ GMBpref = register(Family(
     kernel=Bpref.kernel,  # per query exactly bpref (m_gm_bpref.c)
     params=(REL,),
     aliases=(Alias("gm_bpref", "trec_eval"),),
-    trec=(TrecSyntax("gm_bpref"),),
+    trec=(TrecSyntax("gm_bpref", groups=('all_trec',)),),
     needs=frozenset({"grades", "ideal"}),
     defined_when=_R_RULE,
     aggregate=_GMEAN,
@@ -341,7 +338,6 @@ GMBpref = register(Family(
     describe=describe_binary,
     trec_name=trec_names(uncut="gm_bpref"),
     examples=("GMBpref", "GMBpref(rel=2)"),
-    trec_groups=("all_trec",),
 ))
 
 RprecMult = register(Family(
@@ -352,13 +348,12 @@ RprecMult = register(Family(
     kernel=_rprec_mult,
     params=(REL, MULT),
     aliases=(Alias("Rprec_mult", "trec_eval"),),
-    trec=(TrecSyntax("Rprec_mult", "levels", R_MULTIPLES, param="mult"),),
+    trec=(TrecSyntax("Rprec_mult", "levels", R_MULTIPLES, param="mult", groups=('all_trec',)),),
     needs=frozenset({"grades", "ideal"}),
     defined_when=_R_RULE,
     describe=describe_binary,
     trec_name=_rprec_mult_name,
     examples=("RprecMult", "RprecMult(mult=0.2)", "RprecMult(mult=1.4,rel=2)", "RprecMult(mult=5)"),
-    trec_groups=("all_trec",),
 ))
 
 Utility = register(Family(
@@ -370,12 +365,11 @@ Utility = register(Family(
     kernel=_utility,
     params=(REL, WEIGHTS, NUM_DOCS),
     aliases=(Alias("utility", "trec_eval"),),
-    trec=(TrecSyntax("utility", "string", param="weights", parse_string=lambda t: _numbers(t, "weights")),),
+    trec=(TrecSyntax("utility", "string", param="weights", parse_string=lambda t: _numbers(t, "weights"), groups=('set', 'all_trec')),),
     needs=frozenset({"grades", "ideal", "num_ret"}),
     describe=describe_binary,
     trec_name=_utility_name,
     examples=("Utility", "Utility(weights=2;-1;0;0)", "Utility(weights=1;-1;-0.5;0.01,num_docs=40,rel=2)"),
-    trec_groups=("all_trec", "set"),
 ))
 
 IPrecAvg = register(Family(
@@ -386,13 +380,12 @@ IPrecAvg = register(Family(
     kernel=_iprec_avg,
     params=(REL, LEVELS),
     aliases=(Alias("11pt_avg", "trec_eval"),),
-    trec=(TrecSyntax("11pt_avg", "string", param="levels", parse_string=lambda t: _numbers(t, "levels")),),
+    trec=(TrecSyntax("11pt_avg", "string", param="levels", parse_string=lambda t: _numbers(t, "levels"), groups=('all_trec',)),),
     needs=frozenset({"grades", "ideal"}),
     defined_when=_R_RULE,
     describe=_describe_levels,
     trec_name=_iprec_avg_name,
     examples=("IPrecAvg", "IPrecAvg(levels=0.25;0.5;0.75)", "IPrecAvg(levels=0.2;0.2;1,rel=2)"),
-    trec_groups=("all_trec",),
 ))
 
 RelativeP = register(Family(
@@ -404,14 +397,13 @@ RelativeP = register(Family(
     cutoff="required",
     params=(REL,),
     aliases=(Alias("relative_P", "trec_eval", bare="expand"),),
-    trec=(TrecSyntax("relative_P", "cutoffs", TREC_CUTOFFS),),
+    trec=(TrecSyntax("relative_P", "cutoffs", TREC_CUTOFFS, groups=('all_trec',)),),
     trec_cutoffs=TREC_CUTOFFS,
     needs=frozenset({"grades", "ideal"}),
     defined_when=_R_RULE,
     describe=describe_binary,
     trec_name=trec_names(cut="relative_P"),
     examples=("RelativeP@1", "RelativeP@3", "RelativeP(rel=2)@5", "RelativeP@20"),
-    trec_groups=("all_trec",),
 ))
 
 SetP = register(Family(
@@ -423,13 +415,12 @@ SetP = register(Family(
     params=(REL, RELATIVE),
     aliases=(Alias("set_P", "trec_eval"), Alias("SetRelP", "ir_measures", preset=(("relative", True),)),
              Alias("set_relative_P", "trec_eval", preset=(("relative", True),))),
-    trec=(TrecSyntax("set_P"), TrecSyntax("set_relative_P", preset=(("relative", True),))),
+    trec=(TrecSyntax("set_P", groups=('set', 'all_trec')), TrecSyntax("set_relative_P", preset=(("relative", True),), groups=('set', 'all_trec'))),
     needs=frozenset({"grades", "ideal", "num_ret"}),
     defined_when="the ranking is not empty (and R > 0 with relative=True)",
     describe=describe_binary,
     trec_name=_set_p_name,
     examples=("SetP", "SetP(rel=2)", "SetP(relative=True)", "SetP(relative=True,rel=2)"),
-    trec_groups=("all_trec", "set"),
 ))
 
 SetAP = register(Family(
@@ -439,13 +430,12 @@ SetAP = register(Family(
     kernel=_set_ap,
     params=(REL,),
     aliases=(Alias("set_map", "trec_eval"),),
-    trec=(TrecSyntax("set_map"),),
+    trec=(TrecSyntax("set_map", groups=('set', 'all_trec')),),
     needs=frozenset({"grades", "ideal", "num_ret"}),
     defined_when=_R_RULE,
     describe=describe_binary,
     trec_name=trec_names(uncut="set_map"),
     examples=("SetAP", "SetAP(rel=2)"),
-    trec_groups=("all_trec", "set"),
 ))
 
 SetF = register(Family(
@@ -456,13 +446,12 @@ SetF = register(Family(
     kernel=_set_f,
     params=(REL, BETA),
     aliases=(Alias("set_F", "trec_eval"),),
-    trec=(TrecSyntax("set_F", "string", param="beta", parse_string=_one_number("beta")),),
+    trec=(TrecSyntax("set_F", "string", param="beta", parse_string=_one_number("beta"), groups=('set', 'all_trec')),),
     needs=frozenset({"grades", "ideal", "num_ret"}),
     defined_when=_R_RULE,
     describe=describe_binary,
     trec_name=_set_f_name,
     examples=("SetF", "SetF(beta=2)", "SetF(beta=0.5,rel=2)", "SetF(beta=0)"),
-    trec_groups=("all_trec", "set"),
 ))
 
 NumNonRelJudgedRet = register(Family(
@@ -472,14 +461,13 @@ NumNonRelJudgedRet = register(Family(
     kernel=_num_nonrel_judged_ret,
     params=(REL,),
     aliases=(Alias("num_nonrel_judged_ret", "trec_eval"),),
-    trec=(TrecSyntax("num_nonrel_judged_ret"),),
+    trec=(TrecSyntax("num_nonrel_judged_ret", groups=('all_trec',)),),
     needs=frozenset({"grades"}),
     aggregate=(("trec_eval", "sum"),),
     trec_format="int",
     describe=describe_binary,
     trec_name=trec_names(uncut="num_nonrel_judged_ret"),
     examples=("NumNonRelJudgedRet", "NumNonRelJudgedRet(rel=2)"),
-    trec_groups=("all_trec",),
 ))
 
 NumQ = register(Family(
@@ -488,12 +476,11 @@ NumQ = register(Family(
     definition="NumQ = number of topics (1 per topic, summed); trec_eval prints only the total",
     kernel=_num_q,
     aliases=(Alias("num_q", "trec_eval"),),
-    trec=(TrecSyntax("num_q"),),
+    trec=(TrecSyntax("num_q", groups=('official', 'set', 'all_trec', 'all_prefs', 'prefs', 'qrels_jg')),),
     needs=frozenset({"topics"}),
     aggregate=(("gpukit", "sum"), ("trec_eval", "sum")),
     trec_format="int",
     trec_per_query=False,
     trec_name=trec_names(uncut="num_q"),
     examples=("NumQ",),
-    trec_groups=("official", "all_trec", "set"),
 ))

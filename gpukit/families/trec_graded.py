@@ -146,8 +146,6 @@ def _describe_rbp(m) -> dict[str, str]:
 
 
 _GRADED_NEEDS = frozenset({"grades", "ideal"})
-_ALL_TREC = ("all_trec",)
-
 BinG = register(Family(
     name="BinG",
     summary="binary G: gain per relevant document discounted by the non-relevant ones above it",
@@ -156,13 +154,12 @@ BinG = register(Family(
     kernel=_binG,
     params=(REL,),
     aliases=(Alias("binG", "trec_eval"),),
-    trec=(TrecSyntax("binG"),),
+    trec=(TrecSyntax("binG", groups=('all_trec',)),),
     needs=_GRADED_NEEDS,
     defined_when="R > 0 (the query has a relevant judged document)",
     describe=lambda m: {"relevance": f"grade >= {m.rel} is relevant"},
     trec_name=lambda m: "binG",
     examples=("BinG", "BinG(rel=2)"),
-    trec_groups=_ALL_TREC,
 ))
 
 G = register(Family(
@@ -172,13 +169,12 @@ G = register(Family(
     "C_i = sum_{j<=i} max(I_j, 1), I the ideal gains (0 past the last positive one) (trec_eval G)",
     kernel=_G,
     params=(LEVEL_GAIN,),
-    trec=(TrecSyntax("G", "string", param="gain", parse_string=parse_trec_gains),),
+    trec=(TrecSyntax("G", "string", param="gain", parse_string=parse_trec_gains, groups=('all_trec',)),),
     needs=_GRADED_NEEDS,
     defined_when="the query has a judged document with positive gain",
     describe=_describe_levels,
     trec_name=_gain_trec_name("G"),
     examples=("G", "G(gain=exp)", "G(gains={1:3,2:9})", "G(gains={0:1,2:0.5})"),
-    trec_groups=_ALL_TREC,
 ))
 
 nDCGRel = register(Family(
@@ -190,13 +186,12 @@ nDCGRel = register(Family(
     kernel=_ndcg_rel,
     params=(LEVEL_GAIN,),
     aliases=(Alias("ndcg_rel", "trec_eval"),),
-    trec=(TrecSyntax("ndcg_rel", "string", param="gain", parse_string=parse_trec_gains),),
+    trec=(TrecSyntax("ndcg_rel", "string", param="gain", parse_string=parse_trec_gains, groups=('all_trec',)),),
     needs=_GRADED_NEEDS,
     defined_when="the query has a judged document with positive gain",
     describe=_describe_levels,
     trec_name=_gain_trec_name("ndcg_rel"),
     examples=("nDCGRel", "nDCGRel(gain=exp)", "nDCGRel(gains={1:3,2:9})", "nDCGRel(gains={1:9,3:-2})"),
-    trec_groups=_ALL_TREC,
 ))
 
 RnDCG = register(Family(
@@ -208,13 +203,12 @@ RnDCG = register(Family(
     kernel=_rndcg,
     params=(REL, LEVEL_GAIN),
     aliases=(Alias("rndcg", "trec_eval"),),
-    trec=(TrecSyntax("Rndcg", "string", param="gain", parse_string=parse_trec_gains),),
+    trec=(TrecSyntax("Rndcg", "string", param="gain", parse_string=parse_trec_gains, groups=('all_trec',)),),
     needs=frozenset({"grades", "ideal", "num_ret"}),
     defined_when="R > 0 and the query has a judged document with positive gain",
     describe=_describe_rel_levels,
     trec_name=_gain_trec_name("Rndcg"),
     examples=("RnDCG", "RnDCG(rel=2)", "RnDCG(gain=exp)", "RnDCG(gains={1:3,2:9})", "RnDCG(gains={1:2,2:2,3:1})"),
-    trec_groups=_ALL_TREC,
 ))
 
 RBP = register(Family(
@@ -225,13 +219,12 @@ RBP = register(Family(
     "p = 0.9, ir_measures' RBP default p = 0.8, so the name always carries p",
     kernel=_rbp,
     params=(P, LEVEL_GAIN),
-    trec=(TrecSyntax("rbp", "string", preset=(("p", TREC_P),), param="gain", parse_string=_rbp_trec_gains),),
+    trec=(TrecSyntax("rbp", "string", preset=(("p", TREC_P),), param="gain", parse_string=_rbp_trec_gains, groups=('all_trec',)),),
     needs=_GRADED_NEEDS,
     describe=_describe_rbp,
     trec_name=_gain_trec_name("rbp"),
     # Custom gains with p (RBP(p=0.9,gains={1:3})) are checked in tests/test_pytrec_eval_trec_graded.py.
     examples=("RBP(p=0.9)", "RBP(p=0.5)", "RBP", "RBP(p=0.9,gain=exp)", "RBP(p=0)"),
-    trec_groups=_ALL_TREC,
 ))
 
 RBPResid = register(Family(
@@ -242,13 +235,12 @@ RBPResid = register(Family(
     kernel=_rbp_resid,
     params=(P,),
     aliases=(Alias("rbp_resid", "trec_eval", preset=(("p", TREC_P),)),),
-    trec=(TrecSyntax("rbp_resid", preset=(("p", TREC_P),)),),
+    trec=(TrecSyntax("rbp_resid", preset=(("p", TREC_P),), groups=('all_trec',)),),
     needs=frozenset({"grades", "num_ret"}),
     describe=lambda m: {"persistence": f"p = {m.param('p'):g}",
                         "unjudged": "absent from the qrels or a negative grade"},
     trec_name=lambda m: "rbp_resid" if m.param("p") == TREC_P else None,
     examples=("RBPResid(p=0.9)", "RBPResid", "RBPResid(p=0.5)"),
-    trec_groups=_ALL_TREC,
 ))
 
 Unjudged = register(Family(
@@ -259,11 +251,10 @@ Unjudged = register(Family(
     kernel=_unj,
     cutoff="required",
     aliases=(Alias("unj", "trec_eval", bare="expand"),),
-    trec=(TrecSyntax("unj", "cutoffs", UNJ_CUTOFFS),),
+    trec=(TrecSyntax("unj", "cutoffs", UNJ_CUTOFFS, groups=('all_trec',)),),
     trec_cutoffs=UNJ_CUTOFFS,
     needs=frozenset({"grades", "num_ret"}),
     describe=lambda m: {"unjudged": "absent from the qrels or a negative grade"},
     trec_name=lambda m: f"unj_{m.cutoff}",
     examples=("Unjudged@1", "Unjudged@5", "Unjudged@20"),
-    trec_groups=_ALL_TREC,
 ))

@@ -35,19 +35,6 @@ METRICS: tuple[str, ...] = ("ip", "cosine", "l2")
 SAVE_FORMAT_VERSION = 1
 
 
-def canonical_device(device: DeviceLike) -> torch.device:
-    """Resolve ``device`` and pin a bare ``cuda`` to the current CUDA ordinal.
-
-    Tensors always report an ordinal (``cuda:0``) and ``torch.device("cuda")
-    != torch.device("cuda:0")``, so the index stores the pinned form to make
-    device comparisons exact.
-    """
-    dev = resolve_device(device)
-    if dev.type == "cuda" and dev.index is None:
-        dev = torch.device("cuda", torch.cuda.current_device())
-    return dev
-
-
 def check_metric(metric: str, allowed: Sequence[str] = METRICS) -> str:
     if metric not in allowed:
         raise IndexUsageError(f"unknown metric {metric!r}; expected one of {', '.join(allowed)}")

@@ -49,12 +49,11 @@ from typing import Any, Iterable, Iterator
 import torch
 import torch.nn.functional as F
 
-from gpukit.device import DeviceLike
+from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import IndexFileError
 from gpukit.index.base import (
     IndexUsageError,
     SearchIndex,
-    canonical_device,
     check_finite,
     check_k,
     check_metric,
@@ -153,7 +152,7 @@ class ExactIndex(SearchIndex):
         rescore_fp32: bool = False,
         rescore_factor: int = 4,
     ) -> None:
-        super().__init__(dim, check_metric(metric), canonical_device(device))
+        super().__init__(dim, check_metric(metric), resolve_device(device))
         self.dtype = parse_dtype(dtype)
         self.max_memory = _optional_positive("max_memory", max_memory)
         self.chunk_size = _optional_positive("chunk_size", chunk_size)

@@ -19,13 +19,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from gpukit.device import DeviceLike
+from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import DeviceError, IndexFileError
 from gpukit.index.base import (
     IndexUsageError,
     SearchIndex,
     as_matrix,
-    canonical_device,
     check_k,
     check_metric,
     state_tensor,
@@ -69,10 +68,10 @@ def faiss_has_gpu() -> bool:
 
 def faiss_device(device: DeviceLike) -> torch.device:
     """Resolve ``device`` for a FAISS index (see the module docstring)."""
-    if device is None or device == "auto":
+    if device == "auto":  # CUDA only where this faiss build can use it
         use_gpu = torch.cuda.is_available() and faiss_has_gpu()
-        return canonical_device("cuda" if use_gpu else "cpu")
-    resolved = canonical_device(device)
+        return resolve_device("cuda" if use_gpu else "cpu")
+    resolved = resolve_device(device)
     if resolved.type == "cuda" and not faiss_has_gpu():
         raise DeviceError(
             f"device {resolved} requested but the installed faiss has no GPU support "

@@ -48,9 +48,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gpukit.device import DeviceLike
+from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import IndexFileError
-from gpukit.index.base import IndexUsageError, canonical_device, check_metric
+from gpukit.index.base import IndexUsageError, check_metric
 from gpukit.index.exact import BYTES_PER_SCORE, ExactIndex, parse_dtype
 from gpukit.index.memory import BlockPlan, memory_budget, plan_blocks
 from gpukit.index.prefetch import BlockPrefetcher, copy_backend
@@ -106,7 +106,7 @@ class HostStreamedIndex(ExactIndex):
             raise IndexFileError(f"{path}: cannot map as .npy ({exc})") from exc
         if array.ndim != 2 or array.dtype != _FILE_DTYPES[dtype]:
             raise IndexFileError(f"{path}: expected a 2-D {np.dtype(_FILE_DTYPES[dtype]).name} array for {dtype}; got {array.dtype} {array.shape}")
-        super().__init__(int(array.shape[1]), check_metric(metric), dtype, canonical_device(device), max_memory, chunk_size, query_batch_size)
+        super().__init__(int(array.shape[1]), check_metric(metric), dtype, resolve_device(device), max_memory, chunk_size, query_batch_size)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # read-only mapping; never written
             host = torch.from_numpy(array.view(np.int16) if dtype == torch.bfloat16 else array)

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Mapping
 import torch
 from tqdm.auto import tqdm
 
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.datasets.beir import document_text
 from gpukit.device import DeviceLike, resolve_device
@@ -212,7 +212,7 @@ def evaluate_embeddings(
             an empty :class:`~gpukit.index.SearchIndex` to fill.
         metric: ``"cosine"``, ``"ip"`` or ``"l2"``; default from the model.
         device: where embeddings, index and evaluation live; default: the
-            sentence-transformers model's device, else ``"auto"``.
+            sentence-transformers model's device, else the CPU (see :mod:`gpukit.device`).
         batch_size: texts per encoder call.
         show_progress: tqdm bars while encoding.
         cache_dir: cache corpus embeddings here, in shards, resumable
@@ -248,7 +248,7 @@ def evaluate_embeddings(
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= len(corpus):
         raise GpukitError(f"k must be an int between 1 and the corpus size {len(corpus)}; got {k!r}")
     model_device = encoder_device(encoder)
-    target = resolve_device(device if device is not None else (model_device or "auto"))
+    target = resolve_device(device, model_device)
     if not isinstance(qrels, Qrels):
         qrels = Qrels.from_dict(qrels)
     ranks = Ranks.current(group, distributed)

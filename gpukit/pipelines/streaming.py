@@ -48,12 +48,11 @@ from typing import Iterable, Sequence
 import torch
 
 from gpukit.conventions import TIE_BREAK, Convention, get_convention
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
-from gpukit.device import DeviceLike
+from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import DeviceError, GpukitError
 from gpukit.evaluation import compute_measures
-from gpukit.index.base import canonical_device
 from gpukit.index.topk import block_topk, sort_by_score_then_index
 from gpukit.measures import Measure, MeasureLike, parse_measure, parse_measures
 from gpukit.ranking import RankedJudgments, form_ranking_parts
@@ -298,7 +297,7 @@ class RetrievalEvaluator:
         self.measures = parse_measures(measures, rel=relevance_level)
         check_streamable(self.measures)
         self.convention = convention if isinstance(convention, Convention) else get_convention(convention, False)
-        self.device: torch.device | None = None if device is None else canonical_device(device)
+        self.device: torch.device | None = None if device is None else resolve_device(device)
         self._state: torch.Tensor | None = None
         self._queries: torch.Tensor | None = None
         # Grades a dense update could not hold in int32, counted on the device

@@ -286,7 +286,7 @@ def compare_per_query(
     query_ids: Sequence[str] | None = None,
     settings: ComparisonSettings | None = None,
     *,
-    device: DeviceLike = "auto",
+    device: DeviceLike = None,
     chunk_size: int | None = None,
 ) -> ComparisonTable:
     """Compare systems from per-query scores: ``{system: {measure: (Q,) scores}}``.
@@ -308,7 +308,8 @@ def compare_per_query(
     for s in systems:
         if list(scores[s]) != measures:
             raise StatsError(f"system {s!r} has measures {list(scores[s])}, baseline has {measures}")
-    dev = resolve_device(device)
+    first = scores[baseline][measures[0]] if measures else None
+    dev = resolve_device(device, first.device if isinstance(first, torch.Tensor) else None)
     others = [s for s in systems if s != baseline]
     order = [baseline] + others
     rows: list[ComparisonRow] = []
@@ -378,7 +379,7 @@ def compare(
     seed: int = 0,
     correction: str | None = "holm",
     alpha: float = 0.05,
-    device: DeviceLike = "auto",
+    device: DeviceLike = None,
     confidence: float = 0.95,
     *,
     risk_alpha: float = 1.0,
@@ -402,7 +403,8 @@ def compare(
         correction: ``"holm"`` (default), ``"bonferroni"`` or None, applied
             per measure over the ``S - 1`` comparisons with the baseline.
         alpha: significance level; a row is significant when corrected p <= alpha.
-        device: where evaluation and resampling run (``"auto"``, ``"cpu"``, ``"cuda"``).
+        device: where evaluation and resampling run (``None``: the first run's
+            device; ``"auto"``, ``"cpu"``, ``"cuda"``; see :mod:`gpukit.device`).
         confidence: level of the bootstrap percentile interval.
         risk_alpha: the alpha of URisk/TRisk (loss penalty), default 1.
         chunk_size: resamples per batched op (memory knob; results unchanged).
@@ -417,7 +419,7 @@ def compare(
     named = dict(runs) if isinstance(runs, Mapping) else _name_runs(list(runs))
     if baseline is not None and baseline not in named:
         raise StatsError(f"baseline {baseline!r} is not among the runs: {', '.join(named)}")
-    dev = resolve_device(device)
+    dev = resolve_device(device, next(iter(named.values())).device)
     reports = {name: evaluate(qrels, run, measures, device=dev, **evaluate_options) for name, run in named.items()}
     first_name, first = next(iter(reports.items()))
     for name, report in reports.items():

@@ -198,7 +198,7 @@ def _default_chunk(n_queries: int, device: torch.device) -> int:
 
 
 def _target_device(d_source: torch.Tensor, device: DeviceLike) -> torch.device:
-    return d_source.device if device is None else resolve_device(device)
+    return resolve_device(device, d_source.device)
 
 
 def paired_randomization_test(

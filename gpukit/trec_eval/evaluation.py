@@ -10,7 +10,7 @@ from typing import Sequence
 
 import torch
 
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.errors import GpukitError, TrecEvalError
 from gpukit.evaluation import compute_measures
@@ -143,9 +143,9 @@ def _aggregate(o: Output, stored: list[float], num_q: int) -> float:
 def evaluate_other_format(opts: Options, outputs: list[Output]) -> Evaluated:
     """-R prefs / qrels_prefs / qrels_jg: evaluated by gpukit's preference and
     judgment-group API when this build has it."""
-    from gpukit.data.prefs import Prefs
-    from gpukit.data.qrels_jg import JudgmentGroups
-    from gpukit.prefs_evaluation import evaluate_judgment_groups, evaluate_prefs
+    from gpukit.judgments.prefs import Prefs
+    from gpukit.judgments.judgment_groups import JudgmentGroups
+    from gpukit.evaluation import evaluate
 
     fmt = opts.rel_info_format
     run, tag = read_run(opts.results_file)
@@ -155,10 +155,10 @@ def evaluate_other_format(opts: Options, outputs: list[Output]) -> Evaluated:
     try:
         if fmt == "qrels_jg":
             groups = JudgmentGroups.from_trec(opts.rel_info_file)
-            report = evaluate_judgment_groups(groups, run, measures, relevance_level=opts.relevance_level, **common)
+            report = evaluate(groups, run, measures, relevance_level=opts.relevance_level, **common)
         else:
             prefs = Prefs.from_trec(opts.rel_info_file) if fmt == "prefs" else Prefs.from_qrels_file(opts.rel_info_file)
-            report = evaluate_prefs(prefs, run, measures, **common)
+            report = evaluate(prefs, run, measures, **common)
     except GpukitError as exc:
         raise TrecEvalError([f"gpukit trec_eval: {exc}", "trec_eval: Can't calculate measure"], 4) from None
     qids = list(report.query_ids)

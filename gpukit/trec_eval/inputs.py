@@ -6,7 +6,7 @@ import os
 import sys
 import tempfile
 
-from gpukit.data.qrels import Qrels
+from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.io.text_table import is_gzip, open_gzip
 from gpukit.errors import GpukitError, TrecEvalError

@@ -17,41 +17,37 @@ STRING_MEASURES = ("runid", "relstring")
 #: relstring's default length (trec_eval ``-m relstring`` = ``relstring.10``).
 RELSTRING_DEFAULT_LEN = 10
 
-#: trec_eval's -m nicknames (measures.c), each a list of measure-table names.
-NICKNAMES: dict[str, tuple[str, ...]] = {
-    "official": (
-        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-        "iprec_at_recall", "P",
-    ),
-    "set": (
-        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P",
-        "set_map", "set_F",
-    ),
-    "all_trec": (
-        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-        "iprec_at_recall", "P", "relstring", "recall", "unj", "rbp", "rbp_resid", "infAP", "gm_bpref", "utility",
-        "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "binG",
-        "G", "set_P", "set_recall", "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret",
-    ),
-    "all_prefs": (
-        "runid", "num_q", "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp",
-        "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
-        "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp",
-    ),
-    "prefs": (
-        "runid", "num_q", "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp",
-        "prefs_pair", "prefs_avgjg",
-    ),
-    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
-}
+#: trec_eval's -m nicknames, in measures.c's order.
+NICKNAME_ORDER = ("official", "set", "all_trec", "all_prefs", "prefs", "qrels_jg")
 
-#: trec_eval's -R rel_info formats and the gpukit API that evaluates each
-#: (None: this module, from a qrels file).
-REL_INFO_FORMATS: dict[str, str | None] = {
-    "qrels": None,
-    "prefs": "evaluate_prefs",
-    "qrels_prefs": "evaluate_prefs",
-    "qrels_jg": "evaluate_judgment_groups",
+
+#: The nicknames that include each string measure (no registry record holds them).
+_STRING_GROUPS = {"runid": NICKNAME_ORDER, "relstring": ("all_trec",)}
+
+
+def _nicknames() -> dict[str, tuple[str, ...]]:
+    """Each nickname's measure-table names, in trec_eval's table order, from
+    the registry records' ``TrecSyntax.groups`` (the one source) and
+    ``_STRING_GROUPS``."""
+    groups = {syntax.name: syntax.groups for fam in families() for syntax in fam.trec} | _STRING_GROUPS
+    return {g: tuple(n for n in TREC_ORDER if g in groups.get(n, ())) for g in NICKNAME_ORDER}
+
+
+#: trec_eval's -m nicknames (measures.c), each a tuple of measure-table names.
+NICKNAMES: dict[str, tuple[str, ...]] = _nicknames()
+
+
+def nickname_measures(group: str) -> tuple[str, ...]:
+    """The measures of a nickname that registry records compute (no string measures)."""
+    return tuple(n for n in NICKNAMES[group] if n not in STRING_MEASURES)
+
+
+#: trec_eval's -R rel_info formats and the judgments class each is read as.
+REL_INFO_FORMATS: dict[str, str] = {
+    "qrels": "Qrels",
+    "prefs": "Prefs",
+    "qrels_prefs": "Prefs",
+    "qrels_jg": "JudgmentGroups",
 }
 
 

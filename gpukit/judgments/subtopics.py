@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from gpukit.data.grouped_judgments import build_grouped, checked_columns, grouped_dict, nested_columns
-from gpukit.data.qrels_jg import JudgmentGroups
+from gpukit.judgments.grouped import build_grouped, checked_columns, grouped_dict, nested_columns
+from gpukit.judgments.judgment_groups import JudgmentGroups
 from gpukit.io.arrow_numpy import numpy_values
 from gpukit.io.text_table import Column, read_table
+from gpukit.judgments import JudgmentsKind
 
 _COLUMNS = (Column("query_id", "id"), Column("subtopic", "id"), Column("doc_id", "id"), Column("grade", "int"))
 
@@ -50,7 +51,7 @@ def _subtopic_order(vocab: pa.Array) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class SubtopicQrels:
+class SubtopicQrels(JudgmentsKind):
     """Judgments per (query, subtopic), one row per (query, subtopic, document).
 
     Attributes:
@@ -71,6 +72,23 @@ class SubtopicQrels:
     doc_ids: pa.Array
     grades: np.ndarray
     source: str = "<subtopic qrels>"
+
+    # Its kind (see gpukit.judgments.JudgmentsKind).
+    kind: ClassVar[str] = "subtopics"
+    default_measures: ClassVar[tuple[str, ...] | None] = ("ndeval",)
+
+    @staticmethod
+    def nicknames() -> dict[str, Sequence[str]]:
+        from gpukit.families.diversity import NDEVAL_MEASURES
+
+        return {"ndeval": NDEVAL_MEASURES}
+
+    def form_ranking(self, run, *, complete: bool, max_depth: int | None = None, score_dtype=None):
+        import torch
+
+        from gpukit.judgments.subtopic_ranking import form_subtopic_ranking
+
+        return form_subtopic_ranking(self, run, complete=complete, max_depth=max_depth, score_dtype=score_dtype or torch.float64)
 
     @classmethod
     def from_trec(cls, path: str | os.PathLike) -> "SubtopicQrels":
@@ -110,7 +128,7 @@ class SubtopicQrels:
 
     def as_judgment_groups(self) -> JudgmentGroups:
         """The same rows with each subtopic as a judgment group: one ordinary
-        ranking row per (query, subtopic) (see gpukit.diversity_ranking)."""
+        ranking row per (query, subtopic) (see gpukit.judgments.subtopic_ranking)."""
         return JudgmentGroups(self.query_ids, self.subtopic_ids, self.query_codes, self.subtopic_codes,
                               self.doc_ids, self.grades, self.source)
 

@@ -8,7 +8,7 @@ relevant to some subtopic (in docno order, for the greedy ideal ranking),
 the relevant documents per subtopic, and the number of subtopics with a
 relevant document.
 
-It is formed with :func:`gpukit.prefs_ranking.form_judgment_group_ranking`
+It is formed with :func:`gpukit.judgments.prefs_ranking.form_judgment_group_ranking`
 (each (topic, subtopic) is one ordinary ranking row: the same sort -- score
 descending, ties by docno descending, trec_eval's and ``ndeval
 -traditional``'s order -- the same ``max_depth`` cut and join), then
@@ -24,10 +24,10 @@ import pyarrow as pa
 import torch
 
 from gpukit.data.run import Run
-from gpukit.data.subtopic_qrels import SubtopicQrels
+from gpukit.judgments.subtopics import SubtopicQrels
 from gpukit.io.string_coding import lookup_codes, string_codes
 from gpukit.metrics.diversity import GreedyIdeal
-from gpukit.prefs_ranking import _group_index, form_judgment_group_ranking
+from gpukit.judgments.prefs_ranking import _group_index, form_judgment_group_ranking
 from gpukit.ranking import NOT_JUDGED
 
 

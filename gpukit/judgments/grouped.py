@@ -1,6 +1,6 @@
 """Judgments keyed by (query, group, document): the building shared by
-judgment-group qrels (:mod:`gpukit.data.qrels_jg`, group = JG) and subtopic
-qrels (:mod:`gpukit.data.subtopic_qrels`, group = subtopic).
+judgment-group qrels (:mod:`gpukit.judgments.judgment_groups`, group = JG) and subtopic
+qrels (:mod:`gpukit.judgments.subtopics`, group = subtopic).
 
 Both are four parallel columns ``query, group, doc, grade``; building them
 means checking the grades (integers, ``|grade| < 2**31 - 1``), coding the

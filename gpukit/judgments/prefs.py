@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +32,7 @@ from gpukit.io.arrow_numpy import numpy_values, string_array
 from gpukit.io.string_coding import string_codes
 from gpukit.io.text_table import Column, read_table
 from gpukit.errors import InputFormatError
+from gpukit.judgments import JudgmentsKind
 
 _PREFS_COLUMNS = (
     Column("query_id", "id"),
@@ -44,7 +45,7 @@ _QRELS_PREFS_COLUMNS = (Column("query_id", "id"), Column("jg", "id"), Column("do
 
 
 @dataclass(frozen=True, eq=False)
-class Prefs:
+class Prefs(JudgmentsKind):
     """Preference judgments, one row per (query, JG, JSG, document).
 
     Attributes:
@@ -70,6 +71,22 @@ class Prefs:
     line_of: Callable[[int], int | None] | None = None
 
     # ------------------------------------------------------------------ build
+    # Its kind (see gpukit.judgments.JudgmentsKind).
+    kind: ClassVar[str] = "prefs"
+    default_measures: ClassVar[tuple[str, ...] | None] = ("all_prefs",)
+    default_convention: ClassVar[str] = "trec_eval"
+
+    @staticmethod
+    def nicknames() -> dict[str, Sequence[str]]:
+        from gpukit.judgments import trec_nickname
+
+        return {name: trec_nickname(name, "prefs") for name in ("all_prefs", "prefs")}
+
+    def form_ranking(self, run, *, complete: bool, max_depth: int | None = None, score_dtype=None):
+        from gpukit.judgments.prefs_ranking import form_prefs_ranking
+
+        return form_prefs_ranking(self, run, complete=complete, max_depth=max_depth)
+
     @classmethod
     def from_trec(cls, path: str | os.PathLike) -> "Prefs":
         """Read a trec_eval prefs file ``qid jg jsg docno rel_level`` (``-R prefs``)."""
@@ -95,7 +112,7 @@ class Prefs:
 
     @classmethod
     def from_qrels(cls, qrels, jg: str = "0") -> "Prefs":
-        """Preferences from a :class:`~gpukit.data.qrels.Qrels` (``-R qrels_prefs``):
+        """Preferences from a :class:`~gpukit.judgments.qrels.Qrels` (``-R qrels_prefs``):
         one JG (``jg``) per query, one class per grade. (A Qrels keeps no
         iteration column; :meth:`from_qrels_file` reads it as the JG.)"""
         qids = qrels.query_ids.take(pa.array(qrels.query_codes)).to_pylist()

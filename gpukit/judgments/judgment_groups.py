@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from gpukit.io.arrow_numpy import numpy_values
-from gpukit.data.grouped_judgments import build_grouped, checked_columns, grouped_dict, nested_columns
+from gpukit.judgments.grouped import build_grouped, checked_columns, grouped_dict, nested_columns
 from gpukit.io.text_table import Column, read_table
+from gpukit.judgments import JudgmentsKind
 
 _QRELS_JG_COLUMNS = (Column("query_id", "id"), Column("jg", "id"), Column("doc_id", "id"), Column("grade", "int"))
 
@@ -29,7 +30,7 @@ def _duplicate(query: str, jg: str, doc: str, where: str) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class JudgmentGroups:
+class JudgmentGroups(JudgmentsKind):
     """Judgments per (query, JG), one row per (query, JG, document).
 
     Attributes:
@@ -47,6 +48,24 @@ class JudgmentGroups:
     doc_ids: pa.Array
     grades: np.ndarray
     source: str = "<qrels_jg>"
+
+    # Its kind (see gpukit.judgments.JudgmentsKind).
+    kind: ClassVar[str] = "judgment_groups"
+    default_measures: ClassVar[tuple[str, ...] | None] = ("qrels_jg",)
+    default_convention: ClassVar[str] = "trec_eval"
+
+    @staticmethod
+    def nicknames() -> dict[str, Sequence[str]]:
+        from gpukit.judgments import trec_nickname
+
+        return {"qrels_jg": trec_nickname("qrels_jg", "judgment_groups")}
+
+    def form_ranking(self, run, *, complete: bool, max_depth: int | None = None, score_dtype=None):
+        import torch
+
+        from gpukit.judgments.prefs_ranking import form_judgment_group_ranking
+
+        return form_judgment_group_ranking(self, run, complete=complete, max_depth=max_depth, score_dtype=score_dtype or torch.float64)
 
     @classmethod
     def from_trec(cls, path: str | os.PathLike) -> "JudgmentGroups":

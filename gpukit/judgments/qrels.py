@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +21,7 @@ from gpukit.io.arrow_numpy import numpy_values, pandas_columns, string_array
 from gpukit.io.string_coding import CodeRuns, string_codes, string_codes_or_runs
 from gpukit.io.text_table import Column, ParsedTable, read_table
 from gpukit.errors import InputFormatError, echo
+from gpukit.judgments import JudgmentsKind
 
 #: The largest grade magnitude (ranking tensors are int32, -2**31 marks "not judged").
 MAX_ABS_GRADE = 2**31 - 2
@@ -34,7 +35,7 @@ _TREC_QRELS_COLUMNS = (Column("query_id", "id"), Column("iteration", "skip"), Co
 
 
 @dataclass(frozen=True, eq=False)
-class Qrels:
+class Qrels(JudgmentsKind):
     """Judgments: sorted vocabularies plus parallel code/grade arrays.
 
     Attributes:
@@ -58,6 +59,16 @@ class Qrels:
     _derived_counts: dict = field(default_factory=lambda: {"hits": 0, "misses": 0}, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ build
+    # Its kind (see gpukit.judgments.JudgmentsKind).
+    kind: ClassVar[str] = "qrels"
+
+    def form_ranking(self, run, *, complete: bool, max_depth: int | None = None, score_dtype=None):
+        import torch
+
+        from gpukit.ranking import form_ranking_parts
+
+        return form_ranking_parts(self, run, complete=complete, max_depth=max_depth, score_dtype=score_dtype or torch.float64)
+
     @classmethod
     def from_trec(cls, path: str | os.PathLike) -> "Qrels":
         """Read a TREC qrels file ``qid iter docno grade`` (plain or gzip).

@@ -34,9 +34,9 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from gpukit.data.prefs import Prefs
-from gpukit.data.qrels import Qrels
-from gpukit.data.qrels_jg import JudgmentGroups
+from gpukit.judgments.prefs import Prefs
+from gpukit.judgments.qrels import Qrels
+from gpukit.judgments.judgment_groups import JudgmentGroups
 from gpukit.data.run import Run
 from gpukit.io.arrow_numpy import arrow_indices
 from gpukit.io.string_coding import lookup_codes
