@@ -13,7 +13,7 @@ import pytest
 import gpukit
 from gpukit.io import doc_space
 from gpukit.io.doc_space import PackedIds, RadixIds, Vocabulary, pack_ids
-from gpukit.io.string_coding import radix_keys
+from gpukit.io.byte_keys import radix_keys
 from gpukit.errors import InputFormatError
 
 IDS = ["", "a", "D1", "D10", "D1a", "D2", "d\u00e9", "12345678", "zzzzzzzz", "Z", "0"]
@@ -271,9 +271,9 @@ def test_byte_histogram_counts_each_position_either_way(width, monkeypatch):
     """byte_histogram equals a plain count of each position's byte values,
     whether it counts byte by byte or two positions per bincount (from
     _PAIR_HISTOGRAM_ROWS rows); the padding past each id counts as byte 0."""
-    from gpukit.io import string_coding
+    from gpukit.io import byte_keys
     from gpukit.io.arrow_numpy import string_chunks
-    from gpukit.io.string_coding import ByteRows, byte_histogram
+    from gpukit.io.byte_keys import ByteRows, byte_histogram
 
     rng = random.Random(width)
     ids = []
@@ -289,5 +289,5 @@ def test_byte_histogram_counts_each_position_either_way(width, monkeypatch):
     rows = ByteRows(string_chunks(pa.chunked_array([ids[:120], ids[120:]])), widest)
     words = np.concatenate([rows.slice_words(i) for i in range(len(rows.slices))])
     for threshold in (1 << 40, 0):  # byte by byte, then in pairs
-        monkeypatch.setattr(string_coding, "_PAIR_HISTOGRAM_ROWS", threshold)
+        monkeypatch.setattr(byte_keys, "_PAIR_HISTOGRAM_ROWS", threshold)
         assert byte_histogram(words, widest).tolist() == expected

@@ -21,9 +21,12 @@ import pytest
 import torch
 
 import gpukit
+import gpukit.data.row_ranking as row_ranking
 import gpukit.data.run as run_mod
+import gpukit.io.byte_keys as byte_keys
 import gpukit.io.string_coding as sc
 import gpukit.io.compressed as compressed
+import gpukit.io.line_errors as line_errors
 import gpukit.io.text_table as tt
 import gpukit.ranking as ranking
 from gpukit.io.arrow_numpy import plain_integers
@@ -308,9 +311,9 @@ def slices(request, monkeypatch):
         monkeypatch.setattr(sc, "_SMALL_GROUPED", 0)
         monkeypatch.setattr(sc, "_SMALL_LOOKUP", 0)
     if request.param == "tiny-slices":
-        monkeypatch.setattr(sc, "_SLICE_ROWS", 3)
-        monkeypatch.setattr(sc, "_SCAN_ROWS", 5)
-        monkeypatch.setattr(sc, "_CACHE_BYTES", 0)
+        monkeypatch.setattr(byte_keys, "_SLICE_ROWS", 3)
+        monkeypatch.setattr(byte_keys, "_SCAN_ROWS", 5)
+        monkeypatch.setattr(byte_keys, "_CACHE_BYTES", 0)
     return request.param
 
 
@@ -330,15 +333,15 @@ def test_string_codes_over_several_sort_passes(monkeypatch, slices):
     # Tiny key capacities force the multi-pass path (rank of the previous pass
     # as the high digits of the next one) on every case.
     monkeypatch.setattr(sc, "_SMALL_CODES", 0)
-    monkeypatch.setattr(sc, "_MAX_SORT_PASSES", 12)
-    monkeypatch.setattr(sc, "_pass_capacities", lambda rowbits: [9] + [rowbits + 9] * 11)
+    monkeypatch.setattr(byte_keys, "_MAX_SORT_PASSES", 12)
+    monkeypatch.setattr(sc, "pass_capacities", lambda rowbits: [9] + [rowbits + 9] * 11)
     rng = random.Random(5)
     passes = []
     for case in ("digits", "unicode", "hex", "empty"):
         for n in (2, 50, 400):
             strings = STRING_CASES[case](rng, n)
-            chunks = sc.string_chunks(pa.array(strings, pa.string()))
-            plan = sc._plan_keys([chunks], sc._pass_capacities(max(1, (n - 1).bit_length())))
+            chunks = byte_keys.string_chunks(pa.array(strings, pa.string()))
+            plan = byte_keys.plan_keys([chunks], byte_keys.pass_capacities(max(1, (n - 1).bit_length())))
             passes.append(len(plan.segments) if plan else 0)
             codes, vocab = sc.string_codes(pa.array(strings, pa.string()))
             assert (codes.tolist(), vocab.to_pylist()) == reference_codes(strings)
@@ -347,8 +350,8 @@ def test_string_codes_over_several_sort_passes(monkeypatch, slices):
 
 def test_string_codes_fallback_when_keys_do_not_fit(monkeypatch):
     monkeypatch.setattr(sc, "_SMALL_CODES", 0)
-    monkeypatch.setattr(sc, "_MAX_SORT_PASSES", 1)
-    monkeypatch.setattr(sc, "_pass_capacities", lambda rowbits: [8])
+    monkeypatch.setattr(byte_keys, "_MAX_SORT_PASSES", 1)
+    monkeypatch.setattr(sc, "pass_capacities", lambda rowbits: [8])
     strings = STRING_CASES["hex"](random.Random(1), 200)
     codes, vocab = sc.string_codes(pa.array(strings, pa.string()))
     assert (codes.tolist(), vocab.to_pylist()) == reference_codes(strings)
@@ -455,7 +458,7 @@ def test_join_paths_and_row_slices_agree(monkeypatch, seed):
     monkeypatch.setattr(ranking, "_per_topic_table", lambda *a, **k: None)  # global key search
     assert evaluate_all(qrels, run) == base
     monkeypatch.undo()
-    monkeypatch.setattr(run_mod, "ROW_SLICE_ELEMENTS", 7)  # many small row slices
+    monkeypatch.setattr(row_ranking, "ROW_SLICE_ELEMENTS", 7)  # many small row slices
     assert evaluate_all(qrels, run) == base
 
 
@@ -477,8 +480,8 @@ def test_integer_check_matches_the_int_text_rule():
     values += ["".join(rng.choice("0123456789--+x") for _ in range(rng.randint(1, 4))) for _ in range(400)]
     for chunk in ([v] for v in values):
         arr = pa.array(chunk, pa.string())
-        assert plain_integers(arr) == bool(tt.INT_TEXT.fullmatch(chunk[0])), chunk
-    good = [v for v in values if tt.INT_TEXT.fullmatch(v)]
+        assert plain_integers(arr) == bool(line_errors.INT_TEXT.fullmatch(chunk[0])), chunk
+    good = [v for v in values if line_errors.INT_TEXT.fullmatch(v)]
     assert plain_integers(pa.array(good, pa.string())) and plain_integers(pa.array(good, pa.string()).slice(3))
     assert not plain_integers(pa.array(good + ["1-"], pa.string()))
 

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpukit
-from gpukit.data import run as run_module
+from gpukit.data import run_layout as run_module
 from reference import reference_evaluate
 from test_reference_parity import MEASURES, OPTIONS, assert_matches_reference
 from test_registry import QRELS_EXAMPLES

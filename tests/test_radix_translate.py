@@ -11,7 +11,7 @@ import pytest
 
 from gpukit.io.doc_space import RadixIds, translate_keys
 from gpukit.io.radix_translate import translate_radix_keys
-from gpukit.io.string_coding import radix_keys
+from gpukit.io.byte_keys import radix_keys
 
 ALPHABETS = ["0123456789", "ab", "CACM-0123", "xyz.-_", "LA0189-", "é0a"]
 

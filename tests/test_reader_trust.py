@@ -20,6 +20,7 @@ import pyarrow.csv as pacsv
 import pytest
 
 import gpukit
+import gpukit.io.line_errors as line_errors
 import gpukit.io.text_table as tt
 from gpukit.cli import main as cli_main
 from gpukit.errors import InputFormatError
@@ -292,7 +293,7 @@ def test_documented_score_grammar_is_what_the_parser_accepts():
         "0.", "-0.", "+.", "1.e5", "1e+", "1e-5", "0000.0000", "1e0001", "9" * 400, "\uff11", "\u0661", "١e1",
     ]
     for text in candidates:
-        assert bool(tt.FLOAT_TEXT.fullmatch(text)) == _arrow_parses_float(text), text
+        assert bool(line_errors.FLOAT_TEXT.fullmatch(text)) == _arrow_parses_float(text), text
 
 
 # -------------------------------------------------------------------- 4. BOM

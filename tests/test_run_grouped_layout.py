@@ -14,7 +14,9 @@ import random
 
 import pytest
 
+import gpukit.data.row_ranking as row_ranking
 import gpukit.data.run as run_mod
+import gpukit.data.run_layout as run_layout
 from gpukit.data.run import Run
 from gpukit.errors import InputFormatError
 
@@ -87,7 +89,7 @@ def test_grouped_file_matches_python_reading(tmp_path, layouts, seed, uniform, d
 @pytest.mark.parametrize("uniform", [True, False])
 def test_duplicate_in_grouped_file_names_its_lines(tmp_path, layouts, monkeypatch, uniform, check_slice):
     if check_slice is not None:  # the duplicate check then sorts a few rows at a time in its buffer
-        monkeypatch.setattr(run_mod, "CHECK_SLICE_ELEMENTS", check_slice)
+        monkeypatch.setattr(row_ranking, "CHECK_SLICE_ELEMENTS", check_slice)
     rng = random.Random(7)
     lines = grouped_lines(rng, 20, uniform, repeats=False)
     # Repeat, late in the file, a document of a query that is not the first.
@@ -126,14 +128,14 @@ def test_scores_laid_out_from_several_parsed_chunks(tmp_path, layouts, monkeypat
     path = tmp_path / "run.txt"
     write_run(path, lines)
     seen = []
-    real = run_mod.ParsedScores.pieces
+    real = run_layout.ParsedScores.pieces
 
     def pieces(self):
         for at, values in real(self):
             seen.append(len(values))
             yield at, values
 
-    monkeypatch.setattr(run_mod.ParsedScores, "pieces", pieces)
+    monkeypatch.setattr(run_layout.ParsedScores, "pieces", pieces)
     run = Run.from_trec(path)
     assert layouts == ["_grouped_layout"]
     assert len(seen) > 3 and sum(seen) == len(lines)
@@ -185,6 +187,6 @@ def test_lay_out_matches_definition(seed):
     flat = np.arange(n_queries * width, dtype=np.float64) + 0.5
     cuts = sorted({0, len(flat), *(rng.randint(0, len(flat)) for _ in range(rng.randint(0, 6)))})
     pieces = [(a, flat[a:b]) for a, b in zip(cuts, cuts[1:])]
-    out = run_mod._lay_out(pieces, n_queries, width, group_q, None, 0, np.float64)
+    out = run_layout._lay_out(pieces, n_queries, width, group_q, None, 0, np.float64)
     for g, q in enumerate(group_q.tolist()):
         assert out[q].tolist() == flat[g * width : (g + 1) * width].tolist()

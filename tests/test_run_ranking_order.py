@@ -14,8 +14,9 @@ import pytest
 import torch
 
 import gpukit
+import gpukit.data.row_ranking as row_ranking
 import gpukit.data.run as run_mod
-from gpukit.data.run import rank_rows_inplace
+from gpukit.data.row_ranking import rank_rows_inplace
 
 
 def reference_row(codes: list[int], scores: list[float]) -> tuple[list[int], list[float]]:
@@ -43,7 +44,7 @@ def random_rows(rng: random.Random, n_rows: int, width: int) -> tuple[list[list[
 @pytest.mark.parametrize("slice_elements", [None, 7])
 def test_rank_rows_matches_python_sort(seed, slice_elements, monkeypatch):
     if slice_elements is not None:
-        monkeypatch.setattr(run_mod, "ROW_SLICE_ELEMENTS", slice_elements)
+        monkeypatch.setattr(row_ranking, "ROW_SLICE_ELEMENTS", slice_elements)
     rng = random.Random(seed)
     codes, scores = random_rows(rng, 40, 9)
     c, s = torch.tensor(codes, dtype=torch.int64), torch.tensor(scores, dtype=torch.float64)

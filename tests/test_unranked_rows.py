@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from gpukit.data.run import _out_of_order, unranked_rows
+from gpukit.data.row_ranking import _out_of_order, unranked_rows
 
 
 def _unranked_rows_torch(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:

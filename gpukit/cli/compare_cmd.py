@@ -14,7 +14,7 @@ from gpukit.cli._options import add_device_option, check_output_path, grade, see
 from gpukit.cli import COMMAND_HELP
 from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
-from gpukit.io.text_table import check_stdin_once
+from gpukit.io.spooled_input import check_stdin_once
 from gpukit.device import resolve_device
 from gpukit.stats import TESTS, compare, plot_differences
 from gpukit.stats._common import StatsError

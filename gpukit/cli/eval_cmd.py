@@ -9,7 +9,7 @@ import sys
 from gpukit.cli import COMMAND_HELP
 from gpukit.cli._formats import add_format_option, write_reports
 from gpukit.cli._options import add_device_option, grade, positive_int64
-from gpukit.io.text_table import check_stdin_once
+from gpukit.io.spooled_input import check_stdin_once
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "R@100", "RR@10", "AP", "Rprec"]
 

@@ -19,41 +19,42 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Iterator, Literal, Mapping, Sequence
+from typing import Literal, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import torch
 
-from gpukit.io.arrow_numpy import arrow_indices, numpy_values, pandas_columns, pc, string_array
+from gpukit.data.row_ranking import (
+    _check_no_duplicates,
+    _rank_rows_flagging_repeats,
+    _sort_rows,
+    _sort_rows_inplace,
+    _syncs_are_cheap,
+    adjacent_repeats,
+    rank_rows_inplace,
+)
+from gpukit.data.run_layout import (
+    ParsedScores,
+    RunBlock,
+    _block_layout,
+    _deferred,
+    _flat_rows,
+    _grouped_layout,
+    _padded_layout,
+    _scores_on_codes_device,
+    lopsided,
+)
+from gpukit.device import DeviceLike, resolve_device
+from gpukit.errors import DeviceError, InputFormatError, UsageError, echo
+from gpukit.io.arrow_numpy import arrow_indices, pandas_columns, pc, string_array
 from gpukit.io.corpus_keys import CorpusKeys, corpus_keys
 from gpukit.io.doc_space import DocSpace, doc_keys
 from gpukit.io.nested_mapping import FlatMapping, flatten
 from gpukit.io.string_coding import CodeRuns, string_codes, string_codes_or_runs
 from gpukit.io.text_table import Column, ParsedTable, read_table
-from gpukit.device import DeviceLike, resolve_device
-from gpukit.errors import DeviceError, InputFormatError, UsageError, echo
 
 Dedup = Literal["error", "max", "first"]
-
-#: Padding (elements) a single (Q, K) layout may add beyond twice the run's
-#: lines before queries are laid out in blocks by depth instead: runs whose
-#: rankings are about equally deep keep one block, today's fast path.
-LAYOUT_SLACK_ELEMENTS = 1 << 20
-
-
-def lopsided(n_rows: int, width: int, n_entries: int) -> bool:
-    """Whether padding ``n_rows`` rows to ``width`` would cost more than twice
-    the ``n_entries`` they hold (plus ``LAYOUT_SLACK_ELEMENTS``)."""
-    return n_rows * width > 2 * n_entries + LAYOUT_SLACK_ELEMENTS
-
-
-def length_classes(lengths: np.ndarray) -> np.ndarray:
-    """ceil(log2(length)) per entry (0 for lengths 0 and 1): the depth bucket.
-    Rows of one class differ at most twofold in length, so padding a class to
-    its longest row at most doubles it."""
-    powers = np.left_shift(np.int64(1), np.arange(63, dtype=np.int64))
-    return np.searchsorted(powers, lengths, side="left")
 
 
 #: The columns of a TREC run line; the rank is not read (trec_eval re-ranks by score).
@@ -72,55 +73,6 @@ def read_run_table(path: str | os.PathLike) -> ParsedTable:
     the rank column is skipped, the rest of a line after the tag ignored):
     :meth:`Run.from_trec`'s first step, for :meth:`Run.from_table`."""
     return read_table(path, TREC_RUN_COLUMNS, "run", rest_of_line_ignored=True)
-
-
-@dataclass(frozen=True, eq=False)
-class RunBlock:
-    """Rows of a run padded to their own deepest ranking.
-
-    Attributes:
-        rows: (R,) int64 run rows held, ascending, on the run's device;
-            ``None``: every row of the run, in order.
-        doc_codes: (R, K_b) int64, as :attr:`Run.doc_codes` for these rows.
-        scores: (R, K_b) float, aligned with ``doc_codes`` (on their device
-            when read; see :meth:`to`).
-    """
-
-    rows: torch.Tensor | None
-    doc_codes: torch.Tensor
-    _scores: torch.Tensor
-
-    @property
-    def scores(self) -> torch.Tensor:
-        return _scores_on_codes_device(self, "_scores", self.doc_codes)
-
-    @property
-    def score_dtype(self) -> torch.dtype:
-        """dtype of :attr:`scores`, without copying them to the device."""
-        return self._scores.dtype
-
-    def to(self, device: torch.device) -> "RunBlock":
-        """Rows and doc keys copied to ``device``; scores on their first read."""
-        rows = None if self.rows is None else self.rows.to(device)
-        return RunBlock(rows, self.doc_codes.to(device), _deferred(self._scores, device))
-
-
-def _deferred(scores: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """Scores for a copy on ``device``: host scores stay where they are until
-    read (they hold no device memory); device scores are copied now, so that
-    moving a run off a device frees it."""
-    return scores if scores.device.type == "cpu" else scores.to(device)
-
-
-def _scores_on_codes_device(owner, field: str, codes: torch.Tensor) -> torch.Tensor:
-    """``owner.<field>`` moved, once, to the device of ``codes``: ``to`` defers
-    the copy of scores because evaluation reads them only to compare them in
-    a narrower precision than stored (see :func:`gpukit.ranking.form_ranking`)."""
-    scores = getattr(owner, field)
-    if scores.device != codes.device:
-        scores = scores.to(codes.device)
-        object.__setattr__(owner, field, scores)  # frozen dataclass: a cache, not a change of value
-    return scores
 
 
 @dataclass(frozen=True, eq=False)
@@ -546,390 +498,3 @@ def _dedup_and_rank(codes, score_t, dedup, names, d_space, source, line_of, rows
     return codes, score_t
 
 
-def _block_layout(q_codes: np.ndarray, lengths: np.ndarray, d_codes: np.ndarray, scores: list) -> Iterator[tuple[np.ndarray, torch.Tensor, torch.Tensor]]:
-    """(rows, codes, scores) blocks of the queries of each length class
-    (:func:`length_classes`), rows ascending, each row in file order, padded
-    (-1, 0) to the class's longest row: at most twice the lines in all.
-
-    One stable sort of the lines by (class, query); ``scores`` is a
-    one-element list, emptied once copied (to free the flat scores early).
-    """
-    classes = length_classes(lengths)
-    n = len(q_codes)
-    row_bits, query_bits = max(1, (n - 1).bit_length()), max(1, (len(lengths) - 1).bit_length())
-    if 6 + query_bits + row_bits <= 64:  # classes < 64: one direct sort of (class, query, line) keys
-        key = classes[q_codes].astype(np.uint64) << np.uint64(query_bits + row_bits)
-        key |= q_codes.astype(np.uint64) << np.uint64(row_bits)
-        key |= np.arange(n, dtype=np.uint64)
-        key.sort()
-        order = (key & np.uint64((1 << row_bits) - 1)).astype(np.int64)
-        del key
-    else:  # more lines and queries than one 64-bit key holds
-        order = np.lexsort((np.arange(n), q_codes, classes[q_codes]))
-    flat_scores = scores.pop()
-    line_q = q_codes[order]
-    # Place of each sorted line within its query: its distance from the query's first line.
-    firsts = np.concatenate([np.zeros(1, np.int64), np.flatnonzero(line_q[1:] != line_q[:-1]) + 1])
-    place = np.arange(n, dtype=np.int64)
-    place -= np.repeat(firsts, np.diff(np.append(firsts, n)))
-    del firsts
-    class_counts = np.bincount(classes[line_q], minlength=int(classes.max(initial=0)) + 1)
-    at = 0
-    for c in np.flatnonzero(class_counts):
-        lines = slice(at, at + int(class_counts[c]))
-        at = lines.stop
-        rows = np.flatnonzero(classes == c)
-        width = int(lengths[rows].max())
-        local = np.searchsorted(rows, line_q[lines])
-        slot = local * width + place[lines]
-        codes = np.full(len(rows) * width, -1, dtype=np.int64)
-        codes[slot] = d_codes[order[lines]]
-        block_scores = np.zeros(len(rows) * width, dtype=np.float64)
-        block_scores[slot] = flat_scores[order[lines]]
-        del local, slot
-        yield rows.astype(np.int64), torch.from_numpy(codes.reshape(len(rows), width)), torch.from_numpy(block_scores.reshape(len(rows), width))
-
-
-def _flat_rows(values: np.ndarray | list | ParsedScores) -> int:
-    """Rows of a flat array, or of one wrapped in a one-element list, or of parsed scores."""
-    return len(values[0]) if isinstance(values, list) else len(values)
-
-
-class ParsedScores:
-    """A run file's parsed score column, in file order, as the reader's chunks;
-    a NaN is an error naming its line, raised when the chunk holding it is read."""
-
-    def __init__(self, chunks: list[pa.Array], source: str, line_of: Callable[[int], int | None]):
-        self._chunks = list(chunks)
-        self._rows = sum(len(c) for c in self._chunks)
-        self.source, self.line_of = source, line_of
-
-    @staticmethod
-    def _check(values: np.ndarray, first_row: int, source: str, line_of) -> None:
-        nan = np.flatnonzero(np.isnan(values))
-        if len(nan):
-            raise InputFormatError(source, line_of(first_row + int(nan[0])), "score is NaN")
-
-    def __len__(self) -> int:
-        return self._rows
-
-    def pieces(self) -> Iterator[tuple[int, np.ndarray]]:
-        """(first row, float64 values) of each chunk in order, NaN checked;
-        each chunk is dropped once the next is asked for."""
-        at = 0
-        while self._chunks:
-            values = numpy_values(self._chunks.pop(0)).astype(np.float64, copy=False)
-            self._check(values, at, self.source, self.line_of)
-            yield at, values
-            at += len(values)
-            del values
-
-    def to_flat(self) -> np.ndarray:
-        """Every row's score as one float64 array, NaN checked, filled chunk by
-        chunk: each chunk is dropped once copied, so a full Arrow column and a
-        full NumPy copy are never both alive."""
-        out = np.empty(self._rows, dtype=np.float64)
-        for at, values in self.pieces():
-            out[at : at + len(values)] = values
-        return out
-
-
-def _grouped_layout(runs: CodeRuns, d_codes: list, scores: list) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
-    """(Q, K) int64 keys (-1 padding), float64 scores, each row in file order,
-    and the file row of each query's first line, for a file whose queries'
-    lines are contiguous (``runs.each_code_once()``): :func:`_group_layout`
-    of its runs."""
-    return _group_layout(runs.starts, runs.codes.astype(np.int64, copy=False), runs.num_rows, len(runs.vocab), d_codes, scores)
-
-
-def _group_layout(
-    starts: np.ndarray, group_q: np.ndarray, n: int, n_queries: int, d_codes: list, scores: list
-) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
-    """:func:`_grouped_layout` of ``n`` rows in groups of one query each
-    (group ``g`` starts at row ``starts[g]`` and holds query ``group_q[g]``,
-    int64; every one of the ``n_queries`` queries has one group).
-
-    ``d_codes`` is a one-element list of a flat array, emptied (the array
-    freed) once laid out, before the scores' (Q, K) array is allocated:
-    freed pages are reused instead of new ones faulted in (slow on some
-    machines). ``scores`` is a one-element list of the parsed column (laid
-    out chunk by chunk, no flat copy) or of a flat array. When every query has
-    the same number of lines, a piece of the file is whole rows (and at most
-    two partial ones) that are only permuted into query-code order.
-    """
-    lengths = np.diff(np.append(starts, n))
-    width = int(lengths.max()) if n else 0
-    first_lines = np.empty(n_queries, dtype=np.int64)
-    first_lines[group_q] = starts
-    if n and int(lengths.min()) == width:
-        place = None
-    else:
-        # Flat slot of row i: its query's row start plus its place within the group.
-        place = np.repeat(group_q * width - starts, lengths) + np.arange(n, dtype=np.int64)
-    flat_codes = d_codes.pop()
-    codes = _lay_out([(0, flat_codes)], n_queries, width, group_q, place, -1, np.int64)
-    del flat_codes
-    score_column = scores.pop()
-    pieces = score_column.pieces() if isinstance(score_column, ParsedScores) else [(0, score_column)]
-    del score_column
-    score_np = _lay_out(pieces, n_queries, width, group_q, place, 0, np.float64)
-    return torch.from_numpy(codes), torch.from_numpy(score_np), first_lines
-
-
-def _lay_out(pieces, n_queries: int, width: int, group_q: np.ndarray, place: np.ndarray | None, fill, dtype) -> np.ndarray:
-    """A (Q, K) array of the file's values, given as (first row, values)
-    pieces in file order: row ``group_q[g]`` holds group ``g``'s lines, in
-    file order (``place``: each line's flat slot, when groups differ in
-    length; else group ``g`` is lines ``g * width`` to ``(g + 1) * width``)."""
-    if place is not None:
-        out = np.full((n_queries, width), fill, dtype=dtype)
-        flat = out.reshape(-1)
-        for at, values in pieces:
-            flat[place[at : at + len(values)]] = values
-        return out
-    out = np.empty((n_queries, width), dtype=dtype)
-    for at, values in pieces:
-        end = at + len(values)
-        first_whole, after_whole = -(-at // width), end // width
-        if first_whole > after_whole:  # the piece lies inside one row
-            out[group_q[at // width], at % width : at % width + len(values)] = values
-            continue
-        if at % width:  # the tail of a row begun in the previous piece
-            out[group_q[first_whole - 1], at % width :] = values[: first_whole * width - at]
-        if after_whole > first_whole:
-            whole = values[first_whole * width - at : after_whole * width - at]
-            out[group_q[first_whole:after_whole]] = whole.reshape(-1, width)
-        if end % width:  # the head of a row that the next piece ends
-            out[group_q[after_whole], : end % width] = values[after_whole * width - at :]
-    return out
-
-
-def _padded_layout(q_codes: np.ndarray, n_queries: int, d_codes: np.ndarray, scores: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """(Q, K) int64 codes (-1 padding) and float64 scores, each row in file order.
-
-    A grouped file (each query's lines contiguous, the usual case) needs no
-    sort; when every query also has the same number of lines the flat arrays
-    are the rows already and are only permuted into query-code order.
-    Otherwise rows are ordered by one direct sort of (query code, line) keys.
-    """
-    n = len(q_codes)
-    q = q_codes
-    change = np.flatnonzero(q[1:] != q[:-1]) + 1 if n else np.zeros(0, np.int64)
-    if len(change) == n_queries - 1:
-        starts = np.concatenate([np.zeros(1, np.int64), change])
-        codes, score_t, _ = _group_layout(starts, q[starts].astype(np.int64), n, n_queries, [d_codes], [scores])
-        return codes, score_t
-    rowbits = max(1, (n - 1).bit_length())
-    packed = q.astype(np.uint64) << np.uint64(rowbits)
-    packed |= np.arange(n, dtype=np.uint64)
-    packed.sort()
-    order = (packed & np.uint64((1 << rowbits) - 1)).astype(np.int64)
-    q_sorted = (packed >> np.uint64(rowbits)).astype(np.int64)
-    del packed
-    changes = np.flatnonzero(q_sorted[1:] != q_sorted[:-1]) + 1
-    starts = np.concatenate([np.zeros(1, np.int64), changes])
-    lengths = np.diff(np.append(starts, n))
-    width = int(lengths.max()) if n else 0
-    flat = q_sorted * width + (np.arange(n, dtype=np.int64) - np.repeat(starts, lengths))
-    del q_sorted
-    codes = np.full(n_queries * width, -1, dtype=np.int64)
-    score_np = np.zeros(n_queries * width, dtype=np.float64)
-    codes[flat] = d_codes[order]
-    score_np[flat] = scores[order]
-    return torch.from_numpy(codes.reshape(n_queries, width)), torch.from_numpy(score_np.reshape(n_queries, width))
-
-
-#: Elements per slice of rows in row-wise sorts: bounds the sort's temporaries
-#: (values and int64 indices) and keeps each slice cache-sized on CPU.
-ROW_SLICE_ELEMENTS = 1 << 22
-
-
-#: Elements per slice of the host's duplicate check (2 MiB of int64 keys).
-CHECK_SLICE_ELEMENTS = 1 << 18
-
-
-def row_slices(n_rows: int, width: int, elements: int | None = None):
-    """Slices of rows holding about ``elements`` (default ``ROW_SLICE_ELEMENTS``) elements each."""
-    step = max(1, (elements or ROW_SLICE_ELEMENTS) // max(width, 1))
-    for lo in range(0, n_rows, step):
-        yield slice(lo, min(lo + step, n_rows))
-
-
-def _sort_rows_inplace(codes: torch.Tensor, scores: torch.Tensor) -> None:
-    """``_sort_rows`` on tensors this module owns, slice by slice, in place."""
-    for rows in row_slices(*codes.shape):
-        sorted_codes, perm = torch.sort(codes[rows], dim=1, descending=True, stable=True)
-        scores[rows] = scores[rows].gather(1, perm)
-        codes[rows] = sorted_codes
-        del sorted_codes, perm
-
-
-def unranked_rows(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-    """(R,) indices of the rows not in ranking order: some adjacent pair is
-    not strictly decreasing in score (a tie or an inversion), or padding
-    precedes a document. Rows in order need no sort at all."""
-    if codes.shape[1] < 2:
-        return torch.zeros(0, dtype=torch.int64, device=codes.device)
-    if codes.device.type == "cpu" and scores.dtype in _HOST_SCORE_DTYPES and not torch.compiler.is_compiling():
-        # The same tests in NumPy, several times cheaper per op on a host run's rows.
-        return torch.from_numpy(np.flatnonzero(_out_of_order(codes.numpy(), scores.numpy())).astype(np.int64, copy=False))
-    return torch.nonzero(_out_of_order(codes, scores)).flatten()
-
-
-#: Score dtypes NumPy holds (bfloat16 has no NumPy dtype).
-_HOST_SCORE_DTYPES = (torch.float64, torch.float32, torch.float16)
-
-
-def _out_of_order(codes, scores):
-    """(R,) bool per row of at least two entries: not in ranking order (see
-    :func:`unranked_rows`). The same operators on NumPy arrays or torch tensors."""
-    doc = codes >= 0
-    later = doc[:, 1:]
-    in_order = (later & (scores[:, 1:] < scores[:, :-1])) | ~later
-    in_order &= doc[:, :-1] | ~later
-    return ~in_order.all(1)
-
-
-def adjacent_repeats(keys):
-    """(R, K - 1) bool: entry ``j + 1`` of a key-sorted row repeats entry ``j``
-    (padding -1 never counts). The same operators on NumPy arrays or torch tensors."""
-    return (keys[:, 1:] == keys[:, :-1]) & (keys[:, 1:] >= 0)
-
-
-def ranking_permutation(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-    """Per row, the permutation into ranking order: score descending, ties by
-    key (docno) descending, padding last. Two stable sorts: by key, then by score."""
-    return _permutation_after_key_sort(scores, *torch.sort(codes, dim=1, descending=True, stable=True))
-
-
-def _permutation_after_key_sort(scores: torch.Tensor, keys: torch.Tensor, by_key: torch.Tensor) -> torch.Tensor:
-    """:func:`ranking_permutation` given the rows' keys sorted descending (stable) and that sort's indices."""
-    keyed = scores.gather(1, by_key).masked_fill(keys < 0, -torch.inf)
-    by_score = torch.sort(keyed, dim=1, descending=True, stable=True).indices
-    return by_key.gather(1, by_score)
-
-
-def _syncs_are_cheap(device: torch.device) -> bool:
-    """On the CPU a host read of a tensor costs nothing special (no device sync)."""
-    return device.type == "cpu"
-
-
-def _rank_rows_flagging_repeats(codes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-    """Every row put in ranking order in place, with no host sync (fixed
-    shapes: all rows are permuted, not just those out of order); returns a
-    0-dim bool tensor, whether some row holds a document twice (found on the
-    key sort the ranking does anyway)."""
-    repeated = torch.zeros((), dtype=torch.bool, device=codes.device)
-    for rows in row_slices(*codes.shape):
-        c, s = codes[rows], scores[rows]
-        keys, by_key = torch.sort(c, dim=1, descending=True, stable=True)
-        repeated |= adjacent_repeats(keys).any()
-        perm = _permutation_after_key_sort(s, keys, by_key)
-        c.copy_(c.gather(1, perm))
-        s.copy_(s.gather(1, perm))
-    return repeated
-
-
-def rank_rows_inplace(codes: torch.Tensor, scores: torch.Tensor) -> None:
-    """Put every row of a run in ranking order, sorting only the rows that are
-    not, and of a row whose scores only tie (never increase) only its tied
-    entries (:func:`order_ties_inplace`)."""
-    for rows in row_slices(*codes.shape):
-        c, s = codes[rows], scores[rows]
-        bad = unranked_rows(c, s)
-        if bad.numel():
-            cb, sb = c[bad], s[bad]
-            doc = cb >= 0
-            # An increase, or padding before a document: the row needs the full sort.
-            disorder = (doc[:, 1:] & (sb[:, 1:] > sb[:, :-1])) | (doc[:, 1:] & ~doc[:, :-1])
-            full = disorder.any(1)
-            if bool(full.all()):
-                perm = ranking_permutation(cb, sb)
-                cb, sb = cb.gather(1, perm), sb.gather(1, perm)
-            else:
-                if bool(full.any()):
-                    perm = ranking_permutation(cb[full], sb[full])
-                    cb[full], sb[full] = cb[full].gather(1, perm), sb[full].gather(1, perm)
-                ties = ~full
-                ct, st = cb[ties], sb[ties]
-                order_ties_inplace(ct, st)
-                cb[ties], sb[ties] = ct, st
-            c[bad], s[bad] = cb, sb
-        del bad
-
-
-def order_ties_inplace(codes: torch.Tensor, scores: torch.Tensor) -> None:
-    """Rows whose document scores never increase (padding last): order each
-    run of equal scores by key descending, as trec_eval breaks ties by docno.
-
-    The same result as :func:`ranking_permutation` on such rows (both stable
-    sorts leave a tie group where it is and only reorder it by key), at the
-    cost of sorting the tied entries alone, usually a few percent of a run.
-    """
-    tie = (scores[:, 1:] == scores[:, :-1]) & (codes[:, 1:] >= 0)  # padding after a document is in order already
-    if not bool(tie.any()):
-        return
-    member = torch.zeros_like(codes, dtype=torch.bool)
-    member[:, 1:] |= tie
-    member[:, :-1] |= tie
-    follows = torch.zeros_like(member)
-    follows[:, 1:] = tie
-    group = torch.cumsum((member & ~follows).flatten(), 0)  # a group number per entry, rising along the rows
-    at = torch.nonzero(member.flatten()).flatten()  # ascending: each group's entries are contiguous
-    flat_codes, flat_scores = codes.view(-1), scores.view(-1)
-    by_key = torch.sort(flat_codes[at], descending=True, stable=True).indices
-    perm = by_key[torch.sort(group[at][by_key], stable=True).indices]
-    source = at[perm]
-    flat_codes[at], flat_scores[at] = flat_codes[source], flat_scores[source]
-
-
-def _sort_rows(codes: torch.Tensor, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Sort each row by doc code descending (stable; padding -1 goes last)."""
-    sorted_codes, perm = torch.sort(codes, dim=1, descending=True, stable=True)
-    return sorted_codes, scores.gather(1, perm), perm
-
-
-def _check_no_duplicates(
-    codes: torch.Tensor,
-    query_ids: pa.Array,
-    doc_space: DocSpace,
-    source: str,
-    line_of: Callable[[int], int | None] | None,
-    rows_of: Callable[[int, int], list[int]] | None,
-) -> None:
-    """Raise on a document repeated within a row (rows in any order).
-
-    ``rows_of(q, code)`` gives the input rows of that pair in file order; it is
-    called only to name the lines of a duplicate in the error message.
-    """
-    if codes.shape[1] < 2:
-        return
-    on_host = codes.device.type == "cpu"
-    buffer = None
-    # On the host: small slices sorted in one reused buffer (a row sort needs
-    # no more), so that the check takes no fresh memory, slow to fault in.
-    for rows in row_slices(*codes.shape, CHECK_SLICE_ELEMENTS if on_host else None):
-        if on_host:  # values only: NumPy's row sort and tests are several times faster here
-            block = codes[rows].numpy()
-            if buffer is None:
-                buffer = np.empty_like(block)
-            keys = buffer[: len(block)]
-            np.copyto(keys, block)
-            keys.sort(axis=1)
-        else:
-            keys = torch.sort(codes[rows], dim=1).values
-        repeated = adjacent_repeats(keys)
-        if bool(repeated.any()):
-            q, k = (int(x) for x in torch.nonzero(torch.as_tensor(repeated))[0])
-            _raise_duplicate(rows.start + q, int(keys[q, k + 1]), query_ids, doc_space, source, line_of, rows_of)
-
-
-def _raise_duplicate(q, code, query_ids, doc_space, source, line_of, rows_of) -> None:
-    qid = query_ids[q].as_py()
-    did = doc_space.ids_of(np.array([code]))[0].as_py()
-    if line_of is not None and rows_of is not None:
-        lines = sorted(line_of(int(row)) or 0 for row in rows_of(q, code))
-        raise InputFormatError(
-            source, lines[1], f"document {echo(did)} retrieved twice for query {echo(qid)} (lines {lines[0]} and {lines[1]}); pass dedup='max' or 'first' to keep one"
-        )
-    raise InputFormatError(source, None, f"document {echo(did)} retrieved twice for query {echo(qid)}")

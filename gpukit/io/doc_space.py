@@ -30,20 +30,24 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from gpukit.io.arrow_numpy import arrow_indices, parallel_map, string_chunks, value_offsets
-from gpukit.io.radix_translate import translate_radix_keys
-from gpukit.io.string_coding import (
+from gpukit.io.arrow_numpy import (
+    arrow_indices,
+    parallel_map,
+    string_chunks,
+    value_offsets,
+)
+from gpukit.io.byte_keys import (
     ByteRows,
     KeyPlan,
     has_nul,
     key_width,
-    lookup_codes,
     plan_ids_of,
     plan_keys_of,
     radix_keys,
-    string_codes,
     strings_from_matrix,
 )
+from gpukit.io.radix_translate import translate_radix_keys
+from gpukit.io.string_coding import lookup_codes, string_codes
 
 #: An int64 above every packed key: it would be the id 0x7F followed by seven
 #: 0xFF bytes, and 0xFF never occurs in UTF-8 text. Serves as a "past every
@@ -111,7 +115,7 @@ class PackedIds:
 @dataclass(frozen=True, eq=False)
 class RadixIds:
     """Keys are the ids read as mixed-radix numbers over the byte values seen
-    at each position (see :func:`~gpukit.io.string_coding.radix_keys`):
+    at each position (see :func:`~gpukit.io.byte_keys.radix_keys`):
     ids of any length up to 64 bytes whose variety fits 62 bits, typically
     TREC docnos like ``LA010189-0001``. Computing the keys needs no sort and
     no vocabulary; the space is its alphabet (``plan``), and two spaces with

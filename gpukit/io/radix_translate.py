@@ -1,6 +1,6 @@
 """Radix keys of one alphabet re-expressed in another, without the strings.
 
-A radix key (:func:`~gpukit.io.string_coding.radix_keys`) is a
+A radix key (:func:`~gpukit.io.byte_keys.radix_keys`) is a
 mixed-radix number: at each byte position of a single-segment plan, the rank
 of the byte among the byte values seen there. Two runs' (or a run's and the
 qrels') alphabets differ, so joining them needs the judged keys in the run's
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpukit.io.string_coding import KeyPlan
+from gpukit.io.byte_keys import KeyPlan
 
 _NO_SYMBOLS = np.zeros(1, dtype=np.uint8)  # past an alphabet's width every id is zero padded
 

@@ -42,7 +42,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
@@ -51,9 +50,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError, echo
+from gpukit.errors import ECHO_CHARS, InputFormatError
 from gpukit.io.arrow_numpy import pc, plain_int64
-from gpukit.io.compressed import GZIP_MAGIC, gzip_errors, is_gzip, open_gzip
+from gpukit.io.compressed import gzip_errors, is_gzip, open_gzip
+from gpukit.io.line_errors import BOM, _diagnose, _is_data_line, line_too_long
+from gpukit.io.spooled_input import _remove, _spool
 
 BLOCK_BYTES = 64 << 20
 #: Texts below this many bytes are parsed by Arrow on the calling thread:
@@ -64,16 +65,6 @@ SMALL_INPUT_BYTES = 16 << 20
 #: memory a file without newlines (``/dev/zero``) can take.
 MAX_LINE_BYTES = 1 << 20
 
-#: The score spellings accepted (see the module docstring).
-FLOAT_TEXT = re.compile(
-    r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf(?:inity)?|nan(?:\([0-9A-Za-z_]*\))?))"
-)
-#: The integer spelling accepted (qrels grades).
-INT_TEXT = re.compile(r"-?[0-9]+")
-_FIELD_SEP = re.compile(rb"[ \t\r\f\v]+")
-_BAD_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1f]")
-_BOM = b"\xef\xbb\xbf"
-_SPOOL_CHUNK = 1 << 20
 _COMMENT_LINE = re.compile(rb"^[ \t\r\f\v]*#[^\n]*", re.MULTILINE)
 #: Tab, CR, FF and VT become spaces (one C-level pass over a block).
 _TO_SPACE = bytes.maketrans(b"\t\r\f\v", b"    ")
@@ -117,8 +108,8 @@ class ParsedTable:
                 with self._opener() as fh:
                     _skip(fh, offset)
                     block = fh.read(length)
-                if offset == 0 and block.startswith(_BOM):  # skipped by the parse too
-                    block = block[len(_BOM):]
+                if offset == 0 and block.startswith(BOM):  # skipped by the parse too
+                    block = block[len(BOM):]
                 for i, line in enumerate(block.split(b"\n")):
                     if _is_data_line(line):
                         if row == 0:
@@ -147,11 +138,6 @@ def _skip(fh: io.BufferedIOBase, offset: int) -> None:
         fh.seek(offset)
     else:  # pragma: no cover - gzip streams are seekable, kept for safety
         fh.read(offset)
-
-
-def _is_data_line(line: bytes) -> bool:
-    stripped = line.strip()
-    return bool(stripped) and not stripped.startswith(b"#")
 
 
 def _normalise(block: bytes) -> bytes:
@@ -187,61 +173,6 @@ def _arrow_type(kind: str) -> pa.DataType:
 def _parse_type(kind: str) -> pa.DataType:
     """The type a column is parsed as: integers as text, checked and converted by ``_parse_ints``."""
     return pa.string() if kind == "int" else _arrow_type(kind)
-
-
-def _diagnose(
-    source: str, block: bytes, first_line: int, columns: Sequence[Column], what: str, extra_ok: bool = False
-) -> InputFormatError:
-    """Find the first bad line in a block by a plain scan and describe it.
-
-    The rules are the parser's (see the module docstring): fields split on
-    space, tab, CR, FF and VT only, and only id, score and grade fields are
-    decoded, so that a line the parser accepts is never reported.
-    """
-    for i, raw in enumerate(block.split(b"\n")):
-        line_no = first_line + i
-        if line_no == 1 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
-            return InputFormatError(source, line_no, "not UTF-8: the file starts with a UTF-16 byte order mark (convert it to UTF-8)")
-        if not _is_data_line(raw):
-            continue
-        bad = _BAD_CONTROL.search(raw)
-        if bad:
-            return InputFormatError(
-                source, line_no,
-                f"control character U+{ord(bad.group()):04X} at byte {bad.start() + 1} of the line "
-                f"(fields are separated by spaces, tabs, CR, FF or VT only): {echo(raw)}",
-            )
-        if _BOM in raw:
-            return InputFormatError(
-                source, line_no, "byte order mark (U+FEFF) inside the file; it is only skipped as the file's first bytes (concatenated files?)"
-            )
-        fields = _FIELD_SEP.split(raw.strip(b" \t\r\f\v"))
-        if len(fields) < len(columns) or (len(fields) > len(columns) and not extra_ok):
-            names = " ".join(c.name for c in columns)
-            expected = f"at least {len(columns)}" if extra_ok else str(len(columns))
-            return InputFormatError(
-                source, line_no, f"expected {expected} columns ({names}) in a {what} file, got {len(fields)}: {echo(raw.strip())}"
-            )
-        for col, field_bytes in zip(columns, fields):
-            if col.kind == "skip":
-                continue
-            try:
-                value = field_bytes.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                start = raw.find(field_bytes) + exc.start
-                return InputFormatError(source, line_no, f"not valid UTF-8 ({exc.reason} at byte {start})")
-            if col.kind == "float" and not FLOAT_TEXT.fullmatch(value):
-                return InputFormatError(
-                    source, line_no, f"{col.name} {echo(value)} is not a number (decimal digits with optional sign, point and exponent, or inf)"
-                )
-            if col.kind == "int":
-                if not INT_TEXT.fullmatch(value):
-                    return InputFormatError(
-                        source, line_no, f"{col.name} {echo(value)} is not an integer (ASCII digits with an optional leading '-')"
-                    )
-                if not -(2**63) <= int(value) < 2**63:
-                    return InputFormatError(source, line_no, f"{col.name} {echo(value)} out of range (beyond 64 bits)")
-    return InputFormatError(source, None, f"could not parse the {what} file (no single bad line found in lines {first_line}+)")
 
 
 def _parse_ints(table: pa.Table, names: Sequence[str]) -> pa.Table | None:
@@ -284,60 +215,6 @@ def _long_line(buf, start: int, end: int, limit: int) -> int:
     return -1
 
 
-def _too_long(source: str, line: int, head: bytes) -> InputFormatError:
-    return InputFormatError(
-        source, line, f"line longer than {MAX_LINE_BYTES} bytes (the longest line a reader accepts): {echo(head)}"
-    )
-
-
-def _spool(stream, source: str) -> str:
-    """Copy an input that cannot be read twice (pipe, FIFO, stdin, device)
-    into a temporary file, reading it once, whole; returns the file's path.
-    An uncompressed input stops at the first line longer than
-    ``MAX_LINE_BYTES`` (so ``/dev/zero`` fails at once)."""
-    fd, path = tempfile.mkstemp(prefix="gpukit-input-")
-    cap = 4 * ECHO_CHARS
-    try:
-        with os.fdopen(fd, "wb") as out:
-            head, newlines, line_len, line_head = b"", 0, 0, b""
-            while True:
-                chunk = stream.read(_SPOOL_CHUNK)
-                if not chunk:
-                    break
-                out.write(chunk)
-                if len(head) < 2:
-                    head += chunk[:2]
-                if head[:2] == GZIP_MAGIC:
-                    continue  # lines are checked once decompressed
-                count = chunk.count(b"\n")
-                if count:
-                    newlines += count
-                    tail = chunk[chunk.rfind(b"\n") + 1 :]
-                    line_len, line_head = len(tail), tail[:cap]
-                else:
-                    line_len += len(chunk)
-                    line_head += chunk[: cap - len(line_head)]
-                if line_len > MAX_LINE_BYTES:
-                    raise _too_long(source, newlines + 1, line_head)
-    except BaseException:
-        os.unlink(path)
-        raise
-    return path
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:  # pragma: no cover - already gone
-        pass
-
-
-def check_stdin_once(paths: Sequence[str]) -> None:
-    """Standard input (``-``) can be read once: an error if it is named twice."""
-    if sum(os.fspath(p) == "-" for p in paths) > 1:
-        raise GpukitError("standard input ('-') can be read only once: give it for the qrels or for one run, not both")
-
-
 def _cut_extra_fields(block: bytes, n_fields: int) -> bytes:
     """Drop everything after the ``n_fields``-th field of each (normalised) line."""
     pattern = re.compile(rb"^((?:[^ \n]+ ){%d}[^ \n]+) [^\n]*" % (n_fields - 1), re.MULTILINE)
@@ -348,7 +225,7 @@ def _has_bom(buf: bytearray, start: int, end: int) -> bool:
     """Whether ``buf[start:end]`` holds a UTF-8 byte order mark (memchr for its first byte)."""
     at = buf.find(b"\xef", start, end)
     while at >= 0:
-        if buf.startswith(_BOM, at):
+        if buf.startswith(BOM, at):
             return True
         at = buf.find(b"\xef", at + 1, end)
     return False
@@ -416,7 +293,7 @@ def read_table(path: str | os.PathLike, columns: Sequence[Column], what: str, re
     spooled: str | None = None
     if source == "-":
         source = "<stdin>"
-        spooled = _spool(sys.stdin.buffer, source)
+        spooled = _spool(sys.stdin.buffer, source, MAX_LINE_BYTES)
     else:
         try:
             mode = os.stat(source).st_mode
@@ -432,7 +309,7 @@ def read_table(path: str | os.PathLike, columns: Sequence[Column], what: str, re
             except OSError as exc:
                 raise InputFormatError(source, None, f"cannot open: {exc.strerror or exc}") from None
             with stream:
-                spooled = _spool(stream, source)
+                spooled = _spool(stream, source, MAX_LINE_BYTES)
     try:
         table = _read_file(source, spooled or source, columns, what, rest_of_line_ignored)
     except BaseException:
@@ -512,7 +389,7 @@ class _BlockParser:
     def __call__(self, buf: bytearray, length: int, offset: int) -> pa.Table | None:
         """The table of the block ``buf[:length]`` at file offset ``offset``
         (None: no data lines); an error names its first bad line."""
-        start = len(_BOM) if offset == 0 and buf.startswith(_BOM) else 0  # skipped at the start of the file only
+        start = len(BOM) if offset == 0 and buf.startswith(BOM) else 0  # skipped at the start of the file only
         table = self._as_it_is(buf, start, length)
         if table is not None:
             return table
@@ -523,7 +400,7 @@ class _BlockParser:
             return _diagnose(self.source, block, line_no, self.columns, self.what, self.rest)
 
         text = _normalise(block)
-        if _has_control_byte(text) or _BOM in text:
+        if _has_control_byte(text) or BOM in text:
             raise bad_line()
         if not text.strip():
             return None
@@ -559,7 +436,7 @@ def _read_file(source: str, file: str, columns: Sequence[Column], what: str, res
             try:
                 item = next(reader, None)
             except _LineTooLong as exc:
-                raise _too_long(source, 1 + _count_newlines(opener, exc.offset), exc.head) from None
+                raise line_too_long(source, 1 + _count_newlines(opener, exc.offset), exc.head, MAX_LINE_BYTES) from None
             except gzip_errors() as exc:  # a damaged deflate stream
                 raise InputFormatError(source, None, f"cannot read (corrupt gzip?): {exc}") from None
             if item is None:
