@@ -292,3 +292,20 @@ def test_subtopic_measure_names_parse(name):
             assert parsed.cutoff == value, name
         elif param != "judged_only" or value:
             assert parsed.param(param) == pytest.approx(value), (name, param)
+
+
+def test_cli_takes_binary_rbp(capsys):
+    """``gpukit eval -m 'RBP(p=0.8,rel=1)'``: ir_measures' binary RBP (cwl_eval), on trec_eval's fixture."""
+    import json
+
+    from gpukit.cli import main
+
+    qrels, run = _read_qrels(DATA / "qrels.test"), _read_run(DATA / "results.test")
+    want = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.parse_measure("RBP(p=0.8,rel=1)")], qrels,
+                                                                 _in_gpukit_order(run))}
+    assert main(["eval", str(DATA / "qrels.test"), str(DATA / "results.test"), "-m", "RBP(p=0.8,rel=1)", "--per-query",
+                 "--format", "json", "--convention", "trec_eval"]) == 0
+    (out,) = json.loads(capsys.readouterr().out)
+    got = {q: values["RBP(p=0.8,rel=1)"] for q, values in out["per_query"].items()}
+    assert sorted(got) == sorted(want) and all(abs(got[q] - want[q]) <= TOL for q in want), (got, want)
+    assert max(want.values()) > 0

@@ -113,6 +113,9 @@ def _prototypes() -> list:
                 spec[param] = Choices(False)
             elif param == "dcg":
                 spec[param] = Choices("log2", "exp-log2") if fam.param("gain") else Choices("log2")
+            elif name == "RBP" and param == "rel":
+                # Graded RBP: ir_measures' is trectools' (outside its default pipeline), gpukit's trec_eval's.
+                spec[param] = AnyValue(required=True)
             elif fam.param("gain" if param == "gains" else param) is not None:
                 spec[param] = AnyValue(required=info.required)  # cwl_eval's max_rel has no default
             else:
