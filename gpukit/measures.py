@@ -235,6 +235,10 @@ def _parse_params(fam: Family, text: str, original: str) -> dict[str, Any]:
         if key == "judged_only" and value.strip().lower() in ("false", "0"):
             continue  # ir_measures' default, stated explicitly
         spec = fam.param(key)
+        if key == "judged_only" and spec is None:
+            raise MeasureError(f"{_echo(original)}: judged_only=True is trec_eval's -J (unjudged documents dropped from "
+                               "the ranking), a run-wide option in gpukit, not a parameter: use `gpukit trec_eval -J` "
+                               "or gpukit.compat.pytrec_eval.RelevanceEvaluator(..., judged_docs_only_flag=True)")
         if spec is None:
             if key in ("rel", "gain", "gains", "dcg"):
                 raise MeasureError(f"{_echo(original)}: {fam.name} takes no {key}= parameter{_why_not(fam, key)}")

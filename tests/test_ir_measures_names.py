@@ -217,6 +217,20 @@ def collection(request):
     return out
 
 
+#: Names ir_measures computes that gpukit refuses, with the alternative its error must name.
+REFUSED = {"judged_only=True": "gpukit trec_eval -J"}
+#: Known gaps, each a strict xfail (it fails the suite once fixed, so the mark goes with the fix).
+GAPS = {"Accuracy": "ir_measures' Accuracy (its accuracy provider) has no gpukit family yet"}
+
+
+def _same_iprec_count(measure, qrels: dict, q: str) -> bool:
+    """A known gap: gpukit's IPrec@r follows trec_eval 10.0, lround(r * R) relevant documents, ir_measures'
+    pytrec_eval provider bundles trec_eval 9, floor(r * R + 0.9); compared where both counts agree."""
+    rel = measure["rel"] if measure["rel"] is not _NOT_PROVIDED else 1
+    x = measure["recall"] * sum(1 for g in qrels.get(q, {}).values() if g >= rel)
+    return math.floor(x + 0.9) == math.floor(x) + (x - math.floor(x) >= 0.5)
+
+
 def _compare(name, want, got, tol, queries):
     assert queries, name
     for q in queries:
@@ -232,7 +246,17 @@ def test_sweep_covers_every_registered_measure_and_parameter():
                        for n in sweep_names(key)), (key, param)
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if _family_key(n) not in SUBTOPIC])
+def _params(names):
+    """Names as parameters, the known gaps (GAPS) marked as strict xfails."""
+    out = []
+    for n in names:
+        key = _family_key(n)
+        gap = GAPS.get(key) if "judged_only=True" not in n else None
+        out.append(pytest.param(n, marks=pytest.mark.xfail(reason=gap, strict=True)) if gap else n)
+    return out
+
+
+@pytest.mark.parametrize("name", _params(n for n in NAMES if _family_key(n) not in SUBTOPIC))
 def test_name_gives_ir_measures_value(name, collection):
     qrels, run = collection
     measure = ir_measures.parse_measure(name)
@@ -240,8 +264,12 @@ def test_name_gives_ir_measures_value(name, collection):
     try:
         got = _gpukit_values(name, collection)
     except MeasureError as exc:
-        assert want is None, f"{name}: ir_measures ({provider}) computes it, gpukit refuses it: {exc}"
         assert "\n" not in str(exc)
+        refused = [alt for flag, alt in REFUSED.items() if flag in name.replace(" ", "")]
+        if refused:
+            assert refused[0] in str(exc), f"{name}: the error does not name {refused[0]!r}: {exc}"
+            return
+        assert want is None, f"{name}: ir_measures ({provider}) computes it, gpukit refuses it: {exc}"
         return
     if want is None:
         return  # no default provider computes it; gpukit's value is checked by its own tests
@@ -252,10 +280,13 @@ def test_name_gives_ir_measures_value(name, collection):
         assert {q for q, v in defined.items() if not math.isnan(v)} == set(want), name
         _compare(name, want, defined, tol, sorted(want))
         return
-    _compare(name, want, got, tol, sorted(set(qrels) & set(run)))
+    queries = sorted(set(qrels) & set(run))
+    if provider == "pytrec_eval" and measure.NAME == "IPrec":
+        queries = [q for q in queries if _same_iprec_count(measure, qrels, q)]
+    _compare(name, want, got, tol, queries)
     # Under gpukit's convention a query's value is the same wherever it is defined.
     for q, v in _gpukit_values(name, collection, convention="gpukit").items():
-        if q in run and not math.isnan(v):
+        if q in queries and not math.isnan(v):
             assert abs(v - want[q]) <= tol, f"{name} query {q} (gpukit convention)"
 
 
