@@ -119,10 +119,12 @@ class Measure:
 
     @property
     def is_binary(self) -> bool:
-        return self.spec.param("rel") is not None
+        # rel=None: a family where a relevance level is opt-in (graded RBP unless RBP(rel=...)).
+        return self.spec.param("rel") is not None and self.rel is not None
 
     def with_rel(self, rel: int) -> "Measure":
-        """Same measure at another relevance level (no-op for families without ``rel``)."""
+        """Same measure at another relevance level (no-op for families without ``rel``, and
+        for graded RBP, whose ``rel`` is opt-in)."""
         return replace(self, rel=rel) if self.is_binary else self
 
     def with_cutoff(self, cutoff: Any) -> "Measure":
@@ -181,7 +183,13 @@ def _check_cutoff(fam: Family, cutoff: Any) -> Any:
 
 
 # ------------------------------------------------------------------ parsing
-_CANONICAL_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*?)(?:\((?P<params>.*)\))?(?:@(?P<cut>[0-9.]+))?$")
+# \w: ir_measures names are Python identifiers, α_nDCG included.
+_CANONICAL_RE = re.compile(r"^(?P<name>[^\W_][\w\-]*?)(?:\((?P<params>.*)\))?(?:@(?P<cut>[0-9.]+))?$")
+#: ir_measures' parser is Python's: ``nDCG @ 10`` and ``P(rel=2) @5`` are its names too.
+_AT_SPACES = re.compile(r"\s*@\s*")
+#: ir_measures names whose family depends on a parameter being given: ``NumRet(rel=2)``
+#: is its number of relevant documents retrieved (trec_eval num_rel_ret).
+RENAMED_BY_PARAM = {("NumRet", "rel"): "NumRelRet"}
 _TREC_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*?)[._](?P<rest>[0-9.].*)$")
 
 
@@ -227,6 +235,10 @@ def _parse_params(fam: Family, text: str, original: str) -> dict[str, Any]:
         if key == "judged_only" and value.strip().lower() in ("false", "0"):
             continue  # ir_measures' default, stated explicitly
         spec = fam.param(key)
+        if key == "judged_only" and spec is None:
+            raise MeasureError(f"{_echo(original)}: judged_only=True is trec_eval's -J (unjudged documents dropped from "
+                               "the ranking), a run-wide option in gpukit, not a parameter: use `gpukit trec_eval -J` "
+                               "or gpukit.compat.pytrec_eval.RelevanceEvaluator(..., judged_docs_only_flag=True)")
         if spec is None:
             if key in ("rel", "gain", "gains", "dcg"):
                 raise MeasureError(f"{_echo(original)}: {fam.name} takes no {key}= parameter{_why_not(fam, key)}")
@@ -345,7 +357,7 @@ def _parse_names(name: str, index, trec_atol: bool) -> list[Measure]:
     if text in index.trec:
         fam, syntax = index.trec[text]
         return _parse_trec(fam, syntax, None, original, trec_atol)
-    match = _CANONICAL_RE.match(text)
+    match = _CANONICAL_RE.match(_AT_SPACES.sub("@", text))
     if match:
         base, params_text, cut = match.group("name"), match.group("params"), match.group("cut")
         found = index.lookup(base)
@@ -353,6 +365,9 @@ def _parse_names(name: str, index, trec_atol: bool) -> list[Measure]:
             fam, alias = found
             params = dict(alias.preset) if alias is not None else {}
             if params_text:
+                for (source, param), target in RENAMED_BY_PARAM.items():
+                    if fam.name == source and any(p.partition("=")[0].strip() == param for p in _split_params(params_text)):
+                        fam = registry.get_family(target)
                 params.update(_parse_params(fam, params_text, original))
             if cut is None:
                 if alias is not None:

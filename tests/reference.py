@@ -227,7 +227,9 @@ def _bpref(m, grades, judgments):
 
 
 def _judged(m, grades, judgments):
-    return sum(1 for g in grades[: m.cutoff] if g is not None and g >= 0) / m.cutoff, True
+    """ir_measures' Judged@k: documents in the qrels (any grade) over min(k, |ranking|); 0 for no ranking."""
+    read = grades[: m.cutoff]
+    return (sum(1 for g in read if g is not None) / len(read) if read else 0.0), True
 
 
 def _ndcg(m, grades, judgments):
@@ -248,7 +250,7 @@ register("AP", RefFamily(_ap, "optional", binary=True))
 register("Bpref", RefFamily(_bpref, binary=True))
 register("nDCG", RefFamily(_ndcg, "optional", graded=True))
 register("DCG", RefFamily(lambda m, g, j: (_dcg([_gain(x, m.gain) for x in g], m.cutoff), True), "optional", graded=True))
-register("Judged", RefFamily(_judged, "required"))
+register("Judged", RefFamily(_judged, "optional"))
 register("NumRet", RefFamily(lambda m, g, j: (float(len(g)), True), aggregate=_SUM))
 register("NumRel", RefFamily(lambda m, g, j: (float(counts(j, m.rel)[0]), True), binary=True, aggregate=_SUM))
 register("NumRelRet", RefFamily(lambda m, g, j: (float(sum(relevant(g, m.rel))), True), binary=True, aggregate=_SUM))

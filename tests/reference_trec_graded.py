@@ -102,6 +102,13 @@ def r_ndcg(m, grades, judgments):
 
 def rbp(m, grades, judgments):
     p = m.param("p")
+    if m.rel is not None:
+        # Binary RBP as cwl_eval: a judged grade (negatives as 0) >= rel gains 1; ranks 1..1000,
+        # weights p^(i-1) divided by their sum over the 1000 ranks.
+        padded = (list(grades) + [None] * 1000)[:1000]
+        weights = [p ** i for i in range(1000)]
+        hits = [1.0 if g is not None and max(g, 0) >= m.rel else 0.0 for g in padded]
+        return sum(w * h for w, h in zip(weights, hits)) / sum(weights), True
     table = gain_table(m, judgments)
     if table and (min(table.values()) < 0 or max(table.values()) > 1):
         low, high = min(table.values()), max(table.values())

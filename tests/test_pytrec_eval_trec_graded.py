@@ -269,9 +269,8 @@ def test_names():
 
 
 @pytest.mark.parametrize("name,problem", [
-    ("RBP(rel=1)", "takes no rel="),  # ir_measures' binary RBP is not trec_eval's graded one
     ("rbp.1=2,p=0.5", "RBP(p=0.95)"),
-    ("RBP(p=1)", "p must be <"),
+    ("RBP(p=1)", "graded RBP needs p < 1"),
     ("G(gains={-1:5})", "judged grades"),
     ("Unjudged", "needs a cutoff"),
     ("rbp_resid.5", "takes no parameters"),

@@ -192,7 +192,7 @@ def test_reference_hand_checked():
     # bpref: N = 1 (b); a has 1 nonrel above -> 1 - 1/1 = 0; c -> 0.
     assert v["Bpref"] == 0.0
     assert v["Rprec"] == pytest.approx(1 / 3)
-    assert v["Judged@5"] == pytest.approx(3 / 5)  # b, a, c (d is -1, x unknown)
+    assert v["Judged@5"] == pytest.approx(4 / 5)  # b, a, c, d (-1: in the qrels, ir_measures' judged); x unknown
     dcg = 2 / math.log2(4)
     idcg = 3 + 2 / math.log2(3) + 1 / math.log2(4)
     assert v["nDCG@3"] == pytest.approx(dcg / idcg)

@@ -42,7 +42,8 @@ def test_record_is_complete(family):
     assert family.name in REFERENCE_FAMILIES, f"{family.name} has no reference in tests/reference*.py"
     ref = REFERENCE_FAMILIES[family.name]
     assert ref.cutoff == family.cutoff, family.name
-    assert ref.binary == (family.param("rel") is not None), family.name
+    # RBP's rel is opt-in (binary RBP(rel=...)): the reference reads it when given.
+    assert ref.binary == (family.param("rel") is not None and family.param("rel").default is not None), family.name
     assert ref.graded == (family.param("gain") is not None), family.name
     assert dict(ref.aggregate) == dict(family.aggregate), family.name
 

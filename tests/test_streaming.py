@@ -14,7 +14,7 @@ from gpukit.pipelines.streaming import from_fixed_point, ranked_positions, to_fi
 
 MEASURES = [
     "nDCG@10", "nDCG@3", "R@20", "RR@10", "RR", "AP", "AP@5", "P@5", "Rprec", "Bpref", "nDCG",
-    "Success@3", "NumRelRet", "Judged@10", "DCG@5", "nDCG(gain=exp)@10", "P(rel=2)@5", "NumRel", "NumRet",
+    "Success@3", "NumRelRet", "Unjudged@10", "DCG@5", "nDCG(gain=exp)@10", "P(rel=2)@5", "NumRel", "NumRet",
 ]
 CUTOFF_MEASURES = ["nDCG@10", "R@20", "RR@10", "P@5", "AP@20", "Success@3", "P(rel=2)@5", "nDCG(gain=exp)@5", "nDCG(gains={1:3,2:9})@7"]
 
@@ -70,7 +70,7 @@ def test_streaming_over_batches_equals_one_shot_evaluate(convention, measures):
 
 def test_unjudged_candidates_count_as_nonrelevant_and_stay_out_of_the_ideal():
     scores, grades = _dense(20, 30, seed=2, unjudged=True)
-    measures = ["nDCG@10", "Bpref", "Judged@10", "AP", "R@5"]
+    measures = ["nDCG@10", "Bpref", "Unjudged@10", "AP", "R@5"]  # Judged@k reads qrels presence: not streamable
     evaluator = RetrievalEvaluator(measures)
     evaluator.update(scores, grades)
     expected = _one_shot(scores, grades, measures, "gpukit")

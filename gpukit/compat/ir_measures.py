@@ -46,13 +46,12 @@ __all__ = ["GpukitProvider", "register", "to_gpukit"]
 #: ir_measures names whose meaning depends on a parameter: (NAME, param provided) -> gpukit family.
 RENAMED = {("NumRet", "rel"): "NumRelRet"}
 
-#: gpukit families whose definition differs from the measure ir_measures means by that name.
-#: Judged@k: ir_measures' judged provider divides by min(k, |ranking|), gpukit by k. IPrec@l:
+#: gpukit families whose definition differs from the measure ir_measures means by that name. IPrec@l:
 #: gpukit follows trec_eval 10.0 (lround(l * R) relevant documents), pytrec_eval's bundled
 #: trec_eval 9 takes (long)(l * R + 0.9). Compat: ir_measures' compat provider breaks score ties
 #: by doc id ascending and orders an ideal grade's documents by score (0.0 for those the run
 #: lacks), gpukit by its ranking (gpukit/families/compat.py).
-DIFFERENT = frozenset({"Judged", "IPrec", "Compat"})
+DIFFERENT = frozenset({"IPrec", "Compat"})
 
 _CUTOFF_SPEC = {"required": AnyValue(required=True), "optional": AnyValue(), "none": Choices(NOT_PROVIDED)}
 
@@ -113,6 +112,9 @@ def _prototypes() -> list:
                 spec[param] = Choices(False)
             elif param == "dcg":
                 spec[param] = Choices("log2", "exp-log2") if fam.param("gain") else Choices("log2")
+            elif name == "RBP" and param == "rel":
+                # Graded RBP: ir_measures' is trectools' (outside its default pipeline), gpukit's trec_eval's.
+                spec[param] = AnyValue(required=True)
             elif fam.param("gain" if param == "gains" else param) is not None:
                 spec[param] = AnyValue(required=info.required)  # cwl_eval's max_rel has no default
             else:

@@ -12,6 +12,8 @@ from gpukit.families.common import always, describe_binary, trec_names
 from gpukit.families.params import REL
 from gpukit.families.registry import register
 from gpukit.families.spec import Alias, Family, TrecSyntax
+from gpukit.metrics.coverage import judged_share
+from gpukit.ranking import NOT_JUDGED
 
 _SUM = (("trec_eval", "sum"),)
 
@@ -32,7 +34,9 @@ def _num_rel_ret(r, m, cuts):
 
 
 def _judged(r, m, cuts):
-    v = metrics.judged_at_k(r.judged(), cuts)
+    # ir_measures' judged provider: a document is judged when it is in the qrels at all (a negative
+    # grade included), and the share is of the documents read, min(k, |ranking|).
+    v = judged_share(r.grades != NOT_JUDGED, r.num_ret, cuts)
     return v, always(v)
 
 
@@ -84,11 +88,14 @@ NumRelRet = register(Family(
 
 Judged = register(Family(
     name="Judged",
-    summary="fraction of the top k that is judged",
-    definition="Judged@k = |judged documents in the top k| / k (ir_measures)",
+    summary="fraction of the documents read in the top k that are in the qrels",
+    definition="Judged@k = |documents of the top k that are in the qrels| / min(k, |ranking|), 0 for an empty "
+    "ranking; without a cutoff, over the whole ranking; a negative grade counts as judged here (ir_measures' judged "
+    "provider; trec_eval's unj, gpukit Unjudged@k, divides by k and counts negative grades as unjudged)",
     kernel=_judged,
-    cutoff="required",
-    aliases=(Alias("judged", "ir_measures", bare="error"),),
-    needs=frozenset({"grades"}),
-    examples=("Judged@1", "Judged@5"),
+    cutoff="optional",
+    aliases=(Alias("judged", "ir_measures"),),
+    needs=frozenset({"grades", "num_ret"}),
+    streamable="a stream's targets do not tell a document absent from the qrels from one with a negative grade",
+    examples=("Judged@1", "Judged@5", "Judged"),
 ))

@@ -163,14 +163,14 @@ def _names(*names: str, cut: bool = True) -> tuple[Alias, ...]:
 AlphaNDCG = _family(
     "alpha_nDCG", "alpha-nDCG@k: novelty- and diversity-aware nDCG (Clarke et al. 2008; ndeval)",
     "alpha-nDCG@k = sum_{i<=k} g_i / log2(i+1) over the same sum for the ideal ranking; " + _GAIN + "; " + _IDEAL,
-    _normalised("dcg"), cutoff="required", params=(REL, ALPHA, JUDGED_ONLY), aliases=_names("alpha-nDCG", "alpha_ndcg"),
+    _normalised("dcg"), cutoff="required", params=(REL, ALPHA, JUDGED_ONLY), aliases=_names("alpha-nDCG", "alpha_ndcg") + (Alias("α_nDCG", "ir_measures", bare="error"),),
     examples=("alpha_nDCG@5", "alpha_nDCG(alpha=0.8)@10", "alpha_nDCG(rel=2)@3", "alpha_nDCG(judged_only=True)@20",
               "alpha_nDCG@1"))
 AlphaDCG = _family(
     "alpha_DCG", "alpha-DCG@k with ndeval's collection-independent normalisation",
     "alpha-DCG@k = sum_{i<=k} g_i / log2(i+1) divided by n_sub * sum_{i<=k} (1 - alpha)^(i-1) / log2(i+1) "
     "(ndeval's \"ideal ideal\": every subtopic covered at every rank); " + _GAIN + _QUIRK,
-    _cumulative("dcg"), cutoff="required", params=(REL, ALPHA, JUDGED_ONLY), aliases=_names("alpha-DCG"),
+    _cumulative("dcg"), cutoff="required", params=(REL, ALPHA, JUDGED_ONLY), aliases=_names("alpha-DCG") + (Alias("α_DCG", "ir_measures", bare="error"),),
     examples=("alpha_DCG@5", "alpha_DCG(alpha=0.3)@10", "alpha_DCG@1", "alpha_DCG(rel=2,judged_only=True)@20"))
 ERRIA = _family(
     "ERR_IA", "intent-aware expected reciprocal rank, collection-independent normalisation (ndeval ERR-IA@k)",

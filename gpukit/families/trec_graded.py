@@ -12,14 +12,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import torch
+
 from gpukit.errors import MeasureError
 from gpukit.families.common import always, describe_gain
 from gpukit.families.params import GAIN, REL, _check_gain, number, parse_trec_gains
 from gpukit.families.registry import register
 from gpukit.families.spec import Alias, Family, TrecSyntax
-from gpukit.metrics import ideal_gains
+from gpukit.metrics import cwl, ideal_gains
 from gpukit.metrics import gains as ranked_gains
 from gpukit.metrics import trec_graded as kernels
+from gpukit.ranking import NOT_JUDGED
 
 #: trec_eval's persistence for rbp and rbp_resid (ir_measures' RBP default is 0.8).
 TREC_P = 0.9
@@ -42,6 +45,28 @@ P = replace(
            0.8, low=0.0, high=1.0, high_open=True),
     always_show=True,
 )
+
+
+#: RBP's persistence: p = 1 (the mean gain of cwl_eval's 1000 ranks) only for binary RBP(rel=...).
+RBP_P = replace(P, check=number("p", P.doc, 0.8, low=0.0, high=1.0).check)
+
+
+def _check_rbp_rel(value: Any) -> int | None:
+    return None if value is None else REL.check(value)
+
+
+#: ir_measures' RBP(rel=r): binary relevance at grade r (its cwl_eval provider); absent: graded RBP.
+RBP_REL = replace(REL, doc="binary RBP: grades >= rel gain 1, as ir_measures' RBP(rel=...) (cwl_eval: ranks "
+                  "1..1000, weights normalised over them); absent (default): graded RBP, trec_eval's rbp",
+                  default=None, check=_check_rbp_rel, show=lambda v: "graded" if v is None else str(v))
+
+
+def _validate_rbp(m) -> None:
+    if m.rel is None and m.param("p") == 1.0:
+        raise MeasureError("graded RBP needs p < 1 ((1 - p) weighs every rank); RBP(p=1,rel=1) is the mean gain of "
+                           "cwl_eval's 1000 ranks")
+    if m.rel is not None and m.gain != "linear":
+        raise MeasureError(f"RBP(rel={m.rel}) is binary: grades >= {m.rel} gain 1; drop gain= (or rel= for graded RBP)")
 
 
 def _rbp_trec_gains(text: str) -> tuple[tuple[int, float], ...]:
@@ -85,6 +110,11 @@ def _max_grade(r):
 
 
 def _rbp(r, m, cuts):
+    if m.rel is not None:
+        # cwl_eval's binary gains: a judged document (any grade, negatives counting as 0) at grade >= rel gains 1.
+        judged_rel = (r.grades.clamp(min=0) >= m.rel) & (r.grades != NOT_JUDGED)
+        v = cwl.rank_biased_precision(judged_rel[:, : cwl.CWL_DEPTH].to(torch.float64), m.param("p"))
+        return v, always(v)
     # trec_eval's rbp leaves the min and max of its gain scaling uninitialised,
     # so its value can depend on the measures computed before it; the table's
     # own extremes are what it means (and what it prints run alone).
@@ -138,6 +168,10 @@ def _describe_rel_levels(m) -> dict[str, str]:
 
 
 def _describe_rbp(m) -> dict[str, str]:
+    if m.rel is not None:
+        return {"relevance": f"grade >= {m.rel} gains 1 (negative grades count as 0), unjudged documents 0",
+                "persistence": f"p = {m.param('p'):g}",
+                "depth": f"ranks 1..{cwl.CWL_DEPTH}, weights p^(i-1) normalised over them (cwl_eval, ir_measures)"}
     return {
         "gain": describe_gain(m) + "; scaled to (gain - min) / (max - min) over the query's gain table when a "
         "table gain is outside [0, 1]",
@@ -216,15 +250,19 @@ RBP = register(Family(
     summary="rank-biased precision (Moffat & Zobel) with persistence p, graded as trec_eval",
     definition="RBP = (1 - p) * sum_i gain_i * p^(i-1); gains scaled to (gain - min) / (max - min) over the query's "
     "gain table (grades 0..max judged grade and the custom pairs) when one lies outside [0, 1]; trec_eval's rbp is "
-    "p = 0.9, ir_measures' RBP default p = 0.8, so the name always carries p",
+    "p = 0.9, ir_measures' RBP default p = 0.8, so the name always carries p. RBP(rel=r) is ir_measures' binary "
+    "RBP (its cwl_eval provider): gain 1 for grade >= r, ranks 1..1000, (1 - p) / (1 - p^1000) * sum_{i<=1000} "
+    "gain_i * p^(i-1)",
     kernel=_rbp,
-    params=(P, LEVEL_GAIN),
+    params=(RBP_P, RBP_REL, LEVEL_GAIN),
+    validate=_validate_rbp,
     trec=(TrecSyntax("rbp", "string", preset=(("p", TREC_P),), param="gain", parse_string=_rbp_trec_gains, groups=('all_trec',)),),
     needs=_GRADED_NEEDS,
     describe=_describe_rbp,
-    trec_name=_gain_trec_name("rbp"),
+    trec_name=lambda m: None if m.rel is not None else _gain_trec_name("rbp")(m),  # RBP(rel=): not trec_eval's
     # Custom gains with p (RBP(p=0.9,gains={1:3})) are checked in tests/test_pytrec_eval_trec_graded.py.
-    examples=("RBP(p=0.9)", "RBP(p=0.5)", "RBP", "RBP(p=0.9,gain=exp)", "RBP(p=0)"),
+    examples=("RBP(p=0.9)", "RBP(p=0.5)", "RBP", "RBP(p=0.9,gain=exp)", "RBP(p=0)", "RBP(rel=1)", "RBP(p=0.99,rel=2)",
+              "RBP(p=1,rel=1)"),
 ))
 
 RBPResid = register(Family(

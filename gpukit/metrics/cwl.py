@@ -148,6 +148,12 @@ def nerr11(gains: torch.Tensor, T: float) -> torch.Tensor:
     return _discounted(_reading(gains, [None]), "inverse_square", T, [None], stopping=True)
 
 
+def rank_biased_precision(gains: torch.Tensor, p: float) -> torch.Tensor:
+    """RBP(p) as cwl_eval: c_i = p to depth n, so EU = sum_i p^(i-1) g_i / sum_{i<=n} p^(i-1)
+    = (1 - p) / (1 - p^n) * sum_{i<=n} p^(i-1) g_i (the mean gain of the n ranks at p = 1); (Q, 1)."""
+    return _discounted(_reading(gains, [None]), "geometric", p, [None], stopping=False)
+
+
 def insq(gains: torch.Tensor, T: float) -> torch.Tensor:
     """INSQ(T): c_i = ((i+2T-1)/(i+2T))^2 to depth n (Moffat et al. 2012); (Q, 1)."""
     return _discounted(_reading(gains, [None]), "inverse_square", T, [None], stopping=False)
