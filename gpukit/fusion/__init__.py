@@ -11,5 +11,6 @@ from __future__ import annotations
 from gpukit.fusion.fuse import fuse
 from gpukit.fusion.methods import METHODS
 from gpukit.fusion.normalise import NORMS
+from gpukit.fusion.optimize import FusionOptimization, optimize_fusion
 
-__all__ = ["METHODS", "NORMS", "fuse"]
+__all__ = ["METHODS", "NORMS", "FusionOptimization", "fuse", "optimize_fusion"]

@@ -110,9 +110,11 @@ def _needs_runs(spec: MethodSpec, borda_norm: bool) -> bool:
 
 
 def slice_entries(
-    aligned: AlignedRuns, lo: int, hi: int, spec: MethodSpec, norm: str | None, params: dict, need_runs: bool
+    aligned: AlignedRuns, lo: int, hi: int, spec: MethodSpec, norm: str | None, params: dict, need_runs: bool, with_ranks: bool = False
 ) -> Entries:
-    """Union rows ``lo:hi`` of every run, normalised and valued, side by side."""
+    """Union rows ``lo:hi`` of every run, normalised and valued, side by side
+    (with each entry's run when ``need_runs``, its rank when ``with_ranks``
+    or the values need the candidates)."""
     keys, values, runs, ranks, lengths = [], [], [], [], []
     late = spec.value == "borda" or norm == "borda"
     for i in range(aligned.num_runs):
@@ -124,9 +126,9 @@ def slice_entries(
             if norm == "min-max-inverted":  # the only normalisation that changes a row's order
                 order = inverted_order(normed, valid)
                 codes, normed = codes.gather(1, order), normed.gather(1, order)
-        if late:
+        if late or with_ranks:
             ranks.append(torch.arange(codes.shape[1], device=codes.device, dtype=torch.float64).expand(codes.shape))
-        else:
+        if not late:
             values.append(run_values(spec, params, i, normed, valid))
         keys.append(codes)
         if need_runs:
