@@ -32,7 +32,9 @@ _LAZY: dict[str, str] = {
     "datasets": "gpukit.datasets",
     "evaluate": "gpukit.evaluation",
     "evaluate_embeddings": "gpukit.pipelines",
+    "fuse": "gpukit.fusion",
     "get_convention": "gpukit.conventions",
+    "optimize_fusion": "gpukit.fusion",
     "pairwise": "gpukit.pairwise",
     "parse_measure": "gpukit.measures",
     "parse_measures": "gpukit.measures",
@@ -53,6 +55,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from gpukit.data import Run, read_trec_files
     from gpukit.judgments import JudgmentGroups, Prefs, Qrels, SubtopicQrels
     from gpukit.evaluation import evaluate
+    from gpukit.fusion import fuse, optimize_fusion
     from gpukit.measures import Measure, parse_measure, parse_measures
     from gpukit.pipelines import RetrievalEvaluator, evaluate_embeddings, sharded_search
     from gpukit.report import MeasureResult, Report

@@ -208,6 +208,14 @@ CASES: dict[str, dict[str, Case]] = {
         "max-depth-0": lambda f: ["qrels-diff", f["qrels"], f["qrels"], "--run", f["run"], "-M", "0"],
         "rel-level-beyond-int32": lambda f: ["qrels-diff", f["qrels"], f["qrels"], "-l", str(2**31)],
     },
+    "fuse": {
+        "one-run": lambda f: ["fuse", f["run"], "-o", f["dir"] + "/out.txt"],
+        "unknown-method": lambda f: ["fuse", f["run"], f["run2"], "-o", f["dir"] + "/out.txt", "--method", "bogus"],
+        "wrong-weight-count": lambda f: ["fuse", f["run"], f["run2"], "-o", f["dir"] + "/out.txt", "--weights", "1"],
+        "output-is-directory": lambda f: ["fuse", f["run"], f["run2"], "-o", f["dir"]],
+        "run-missing": lambda f: ["fuse", f["run"], f["missing"], "-o", f["dir"] + "/out.txt"],
+        "no-output": lambda f: ["fuse", f["run"], f["run2"]],
+    },
 }
 
 ERROR_LINE = re.compile(r"^gpukit( [a-z][a-z_-]*)?: error: \S")
