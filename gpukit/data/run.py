@@ -171,6 +171,32 @@ class Run:
         return cls.from_table(read_run_table(path), name, dedup)
 
     @classmethod
+    def from_msmarco(cls, path: str | os.PathLike, name: str | None = None, dedup: Dedup = "error") -> "Run":
+        """Read an MS MARCO run ``qid<TAB>docid<TAB>rank`` (plain or gzip); the
+        score of a line is ``-rank``, so the ranking is the file's ranks (see
+        :mod:`gpukit.data.file_formats`)."""
+        from gpukit.data.file_formats import run_from_msmarco
+
+        return run_from_msmarco(path, name, dedup)
+
+    @classmethod
+    def from_jsonl(cls, path: str | os.PathLike, name: str | None = None, dedup: Dedup = "error") -> "Run":
+        """Read a run of JSON lines ``{"query_id": ..., "doc_id": ..., "score": ...}``
+        (plain or gzip; see :mod:`gpukit.io.jsonl`)."""
+        from gpukit.data.file_formats import run_from_jsonl
+
+        return run_from_jsonl(path, name, dedup)
+
+    @classmethod
+    def from_parquet(cls, path: str | os.PathLike, name: str | None = None, dedup: Dedup = "error", query_col: str = "query_id",
+                     doc_col: str = "doc_id", score_col: str = "score") -> "Run":
+        """Read a run from a Parquet file with columns ``query_id``, ``doc_id``,
+        ``score`` (see :mod:`gpukit.io.parquet`)."""
+        from gpukit.data.file_formats import run_from_parquet
+
+        return run_from_parquet(path, name, dedup, query_col, doc_col, score_col)
+
+    @classmethod
     def from_table(cls, table: ParsedTable, name: str | None = None, dedup: Dedup = "error") -> "Run":
         """:meth:`from_trec` of a run file's parsed text (:func:`read_run_table`).
         ``table``'s columns are consumed."""
@@ -502,6 +528,24 @@ class Run:
         block, at = self._row_in_block(row)
         keys = block.doc_codes[at].cpu().numpy()
         return self.doc_space.ids_of(keys[keys >= 0]).to_pylist()
+
+    def save(self, path: str | os.PathLike, format: str = "trec", tag: str | None = None) -> None:
+        """Write the run to ``path`` (``.gz``: gzip; ``"-"``: standard output).
+
+        ``format="trec"``: ``qid Q0 docno rank score tag`` lines, each query's
+        documents in ranking order with ranks from 1, scores written so that
+        :meth:`from_trec` reads back the same values exactly (see
+        :mod:`gpukit.io.trec_writer`); ``tag`` defaults to the run's name.
+        """
+        from gpukit.data.file_formats import save_run
+
+        save_run(self, path, format, tag)
+
+    def to_trec(self, tag: str | None = None) -> str:
+        """The text :meth:`save` writes in TREC format, as a string."""
+        from gpukit.data.file_formats import run_to_trec
+
+        return run_to_trec(self, tag)
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """The pytrec_eval / ranx shape ``{query_id: {doc_id: score}}``."""
