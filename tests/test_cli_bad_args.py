@@ -208,6 +208,16 @@ CASES: dict[str, dict[str, Case]] = {
         "max-depth-0": lambda f: ["qrels-diff", f["qrels"], f["qrels"], "--run", f["run"], "-M", "0"],
         "rel-level-beyond-int32": lambda f: ["qrels-diff", f["qrels"], f["qrels"], "-l", str(2**31)],
     },
+    "pool": {
+        "no-depth": lambda f: ["pool", f["run"]],
+        "depth-0": lambda f: ["pool", f["run"], "-k", "0"],
+        "depth-beyond-int64": lambda f: ["pool", f["run"], "-k", BEYOND_INT64],
+        "run-missing": lambda f: ["pool", f["run"], f["missing"], "-k", "2"],
+        "run-is-directory": lambda f: ["pool", f["dir"], "-k", "2"],
+        "output-is-directory": lambda f: ["pool", f["run"], "-k", "2", "-o", f["dir"]],
+        "output-in-missing-directory": lambda f: ["pool", f["run"], "-k", "2", "-o", f["missing"] + "/pool.txt"],
+        "stdin-twice": lambda f: ["pool", "-", "-", "-k", "2"],
+    },
 }
 
 ERROR_LINE = re.compile(r"^gpukit( [a-z][a-z_-]*)?: error: \S")

@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "qrels_diff_cmd",
     "diversity_cmd",
     "embed_eval_cmd",
+    "pool_cmd",
 )
 
 #: Commands whose name is not their module's name minus ``_cmd``.
@@ -49,6 +50,7 @@ COMMAND_HELP: dict[str, str] = {
     "qrels-diff": "what changed between two qrels versions, and what it does to a run's scores",
     "diversity": "diversity measures against subtopic qrels: alpha_nDCG, ERR_IA, NRBP, ... (ndeval)",
     "embed-eval": "evaluate an embedding model on a BEIR folder, on one process or sharded under torchrun",
+    "pool": "the depth-k pool of TREC runs, written as qrels to judge, with each run's contribution",
 }
 
 
