@@ -38,6 +38,9 @@ _LAZY: dict[str, str] = {
     "pairwise": "gpukit.pairwise",
     "parse_measure": "gpukit.measures",
     "parse_measures": "gpukit.measures",
+    "pool": "gpukit.pooling",
+    "coverage": "gpukit.pooling",
+    "Pool": "gpukit.pooling",
     "qrels_diff": "gpukit.qrels_diff",
     "read_trec_files": "gpukit.data",
     "sharded_search": "gpukit.pipelines",
@@ -57,6 +60,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from gpukit.evaluation import evaluate
     from gpukit.fusion import fuse, optimize_fusion
     from gpukit.measures import Measure, parse_measure, parse_measures
+    from gpukit.pooling import Pool, coverage, pool
     from gpukit.pipelines import RetrievalEvaluator, evaluate_embeddings, sharded_search
     from gpukit.report import MeasureResult, Report
     from gpukit.stats import ComparisonTable, compare

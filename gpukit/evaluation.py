@@ -46,6 +46,8 @@ def compute_measures(ranking: RankedJudgments | RankingParts, measures: Sequence
     part's values are placed at its topics' positions: measures are
     per-topic, so this is exact.
     """
+    if any(m.judged_only for m in measures):
+        return _compute_judged_only(ranking, measures)
     if isinstance(ranking, RankingParts):
         return _compute_in_parts(ranking, measures)
     groups: dict[tuple, list[Measure]] = defaultdict(list)
@@ -58,6 +60,20 @@ def compute_measures(ranking: RankedJudgments | RankingParts, measures: Sequence
         for m in members:
             c = min(cutoffs.index(m.cutoff), values.shape[1] - 1)  # cutoff-free families return one column
             out[m] = (values[:, c], defined[:, c])
+    return out
+
+
+def _compute_judged_only(ranking, measures: Sequence[Measure]) -> dict[Measure, tuple[torch.Tensor, torch.Tensor]]:
+    """Measures with ``judged_only`` computed on the ranking without its unjudged documents (gpukit.judged_only)."""
+    from gpukit.judged_only import judged_only_parts
+
+    if not isinstance(ranking, (RankedJudgments, RankingParts)):
+        raise MeasureError(f"{next(m for m in measures if m.judged_only)}: judged_only applies to measures on qrels (gpukit.evaluate)")
+    judged = [m for m in measures if m.judged_only]
+    out = compute_measures(ranking, [m for m in measures if not m.judged_only])
+    plain = [m.with_judged_only(False) for m in judged]
+    values = compute_measures(judged_only_parts(ranking), plain)
+    out.update({m: values[p] for m, p in zip(judged, plain)})
     return out
 
 
@@ -85,6 +101,7 @@ def evaluate(
     max_depth: int | None = None,
     relevance_level: int | None = None,
     score_dtype: torch.dtype = torch.float64,
+    judged_only: bool = False,
 ) -> Report:
     """Evaluate one run against judgments of any kind.
 
@@ -116,6 +133,9 @@ def evaluate(
         relevance_level: grade counted as relevant by binary measures that do
             not state ``rel=`` themselves (``trec_eval -l``). Default 1.
         score_dtype: precision in which scores are compared for sorting.
+        judged_only: compute every measure on the judged documents only
+            (trec_eval ``-J``; per measure: ``nDCG(judged_only=True)@10``,
+            see :mod:`gpukit.judged_only`).
 
     Returns:
         A :class:`~gpukit.report.Report` with per-query values, means, the
@@ -135,6 +155,8 @@ def evaluate(
         measures = judgments.default_measures
     conv = resolve_convention(judgments.default_convention if convention is None else convention, complete)
     parsed = parse_measures(expand_nicknames(measures, judgments.nicknames()), rel=relevance_level)
+    if judged_only:
+        parsed = list(dict.fromkeys(m.with_judged_only() for m in parsed))
     check_kind(parsed, kind)
     run, target = place_run(run, device)
     ranking = judgments.form_ranking(run, complete=conv.complete, max_depth=max_depth, score_dtype=score_dtype)

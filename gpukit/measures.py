@@ -23,6 +23,7 @@ from typing import Any, Iterable, Union
 
 from gpukit.errors import MeasureError
 from gpukit.families import registry
+from gpukit.families.params import flag
 from gpukit.families.spec import Family, TrecSyntax
 from gpukit.metrics.graded import Gain
 
@@ -52,6 +53,12 @@ class Measure:
         params: the family's other parameters as ``((name, value), ...)`` in
             the family's order, defaults filled in (so equal measures are equal
             values whether or not a default was spelled out).
+        judged_only: compute the measure on each ranking with its unjudged
+            documents (absent from the qrels, or with a negative grade)
+            removed first, the others keeping their order: trec_eval's
+            ``-J``, ir_measures' ``judged_only=True``, written
+            ``nDCG(judged_only=True)@10``. A family with a ``judged_only``
+            parameter of its own (the diversity measures) keeps it there.
     """
 
     family: str
@@ -59,9 +66,16 @@ class Measure:
     rel: int | None = None
     gain: Gain | None = None
     params: tuple[tuple[str, Any], ...] = ()
+    judged_only: bool = False
 
     def __post_init__(self) -> None:
         fam = registry.get_family(self.family)
+        if not isinstance(self.judged_only, bool):
+            raise MeasureError(f"judged_only must be True or False, got {self.judged_only!r}")
+        if self.judged_only and fam.param("judged_only") is not None:
+            # The family's own parameter says it (one spelling, one value).
+            object.__setattr__(self, "params", tuple(dict(self.params, judged_only=True).items()))
+            object.__setattr__(self, "judged_only", False)
         object.__setattr__(self, "cutoff", _check_cutoff(fam, self.cutoff))
         for name, field_value in (("rel", self.rel), ("gain", self.gain)):
             spec = fam.param(name)
@@ -88,6 +102,8 @@ class Measure:
             if p.always_show or value != p.check(p.default):
                 key = "gains" if p.name == "gain" and isinstance(value, tuple) else p.name
                 shown.append(f"{key}={p.show(value)}")
+        if self.judged_only:
+            shown.append("judged_only=True")
         text = fam.name + (f"({','.join(shown)})" if shown else "")
         if self.cutoff is None:
             return text
@@ -129,6 +145,12 @@ class Measure:
 
     def with_cutoff(self, cutoff: Any) -> "Measure":
         return replace(self, cutoff=cutoff)
+
+    def with_judged_only(self, judged_only: bool = True) -> "Measure":
+        """Same measure computed on the judged documents only (see ``judged_only``)."""
+        if self.spec.param("judged_only") is not None:
+            return replace(self, params=tuple(dict(self.params, judged_only=judged_only).items()))
+        return replace(self, judged_only=judged_only)
 
     def gain_of(self, grade: int) -> float:
         """Gain of a judged grade (graded measures). Unjudged documents gain 0."""
@@ -232,8 +254,11 @@ def _parse_params(fam: Family, text: str, original: str) -> dict[str, Any]:
         key = key.strip()
         if not sep:
             raise MeasureError(f"{_echo(original)}: parameter {item!r} is not key=value")
-        if key == "judged_only" and value.strip().lower() in ("false", "0"):
-            continue  # ir_measures' default, stated explicitly
+        if key == "judged_only" and fam.param(key) is None:
+            if "judged_only" in out:
+                raise MeasureError(f"{_echo(original)}: parameter 'judged_only' given twice")
+            out["judged_only"] = _JUDGED_ONLY.parse(value)  # every family: Measure.judged_only
+            continue
         spec = fam.param(key)
         if key == "judged_only" and spec is None:
             raise MeasureError(f"{_echo(original)}: judged_only=True is trec_eval's -J (unjudged documents dropped from "
@@ -254,10 +279,15 @@ def _parse_params(fam: Family, text: str, original: str) -> dict[str, Any]:
     return out
 
 
+#: ``judged_only=`` as written in a name, for families without a parameter of that name.
+_JUDGED_ONLY = flag("judged_only", "compute on the judged documents only (trec_eval -J)")
+
+
 def _build(fam: Family, params: dict[str, Any], cutoff: Any, original: str) -> Measure:
     rel, gain = params.pop("rel", None), params.pop("gain", None)
+    judged_only = params.pop("judged_only", False) if fam.param("judged_only") is None else False
     try:
-        return Measure(fam.name, cutoff=cutoff, rel=rel, gain=gain, params=tuple(params.items()))
+        return Measure(fam.name, cutoff=cutoff, rel=rel, gain=gain, params=tuple(params.items()), judged_only=judged_only)
     except MeasureError as exc:
         raise MeasureError(f"{_echo(original)}: {exc}") from None
 

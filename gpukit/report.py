@@ -40,6 +40,8 @@ def _describe(m: Measure, conv: Convention, *, max_depth: int | None, score_dtyp
     for p in fam.params:
         if p.name not in ("rel", "gain"):
             out[p.name] = f"{p.show(m.param(p.name))} ({p.doc})"
+    if m.judged_only:
+        out["judged_only"] = "unjudged documents (not in the qrels, or graded < 0) removed from each ranking first (trec_eval -J)"
     out["cutoff"] = str(m.cutoff) if m.cutoff is not None else "full ranking"
     if max_depth is not None:
         out["max_depth"] = str(max_depth)
@@ -354,9 +356,10 @@ class Report(ResultSet):
                 lines.append(q + "  " + "  ".join(f"{k}={_fmt(v)}" for k, v in values.items()))
         return "\n".join(lines)
 
-    def to_trec(self, per_query: bool = False, rel: int = 1) -> str:
+    def to_trec(self, per_query: bool = False, rel: int = 1, judged_only: bool = False) -> str:
         """trec_eval's three-column layout ``measure <tab> qid|all <tab> value``;
-        ``rel`` is the relevance level trec_eval's names stand for (its -l)."""
+        ``rel`` is the relevance level trec_eval's names stand for (its -l),
+        ``judged_only`` whether they stand for judged-only values (its -J)."""
         lines = []
         if per_query:
             for m, r in self.results.items():
@@ -364,21 +367,22 @@ class Report(ResultSet):
                     continue  # trec_eval prints only the summary (gm_bpref)
                 for q, v, keep in zip(self.query_ids, r.per_query.tolist(), r.mask.tolist()):
                     if keep:
-                        lines.append(f"{trec_name(m, rel):<22}\t{q}\t{_trec_value(m, v)}")
+                        lines.append(f"{trec_name(m, rel, judged_only):<22}\t{q}\t{_trec_value(m, v)}")
         lines.append(f"{'runid':<22}\tall\t{self.run_name}")
         if not any(m.family == "NumQ" for m in self.results):  # else printed as the measure itself
             lines.append(f"{'num_q':<22}\tall\t{len(self.query_ids)}")
         for m, r in self.results.items():
-            lines.append(f"{trec_name(m, rel):<22}\tall\t{_trec_value(m, r.mean)}")
+            lines.append(f"{trec_name(m, rel, judged_only):<22}\tall\t{_trec_value(m, r.mean)}")
         return "\n".join(lines)
 
 
-def trec_name(m: Measure, rel: int = 1) -> str:
-    """trec_eval's output name (``P_10``, ``ndcg_cut_10``) where the family has one
-    and the measure's relevance level is ``rel`` (trec_eval's -l); else the canonical name."""
+def trec_name(m: Measure, rel: int = 1, judged_only: bool = False) -> str:
+    """trec_eval's output name (``P_10``, ``ndcg_cut_10``) where the family has one,
+    the measure's relevance level is ``rel`` (trec_eval's -l) and its
+    ``judged_only`` is ``judged_only`` (trec_eval's -J); else the canonical name."""
     fam = m.spec
     name = fam.trec_name(m) if fam.trec_name is not None else None
-    if name is None or (m.rel is not None and m.rel != rel):
+    if name is None or (m.rel is not None and m.rel != rel) or m.judged_only != judged_only:
         return str(m)
     return name
 

@@ -216,6 +216,16 @@ CASES: dict[str, dict[str, Case]] = {
         "run-missing": lambda f: ["fuse", f["run"], f["missing"], "-o", f["dir"] + "/out.txt"],
         "no-output": lambda f: ["fuse", f["run"], f["run2"]],
     },
+    "pool": {
+        "no-depth": lambda f: ["pool", f["run"]],
+        "depth-0": lambda f: ["pool", f["run"], "-k", "0"],
+        "depth-beyond-int64": lambda f: ["pool", f["run"], "-k", BEYOND_INT64],
+        "run-missing": lambda f: ["pool", f["run"], f["missing"], "-k", "2"],
+        "run-is-directory": lambda f: ["pool", f["dir"], "-k", "2"],
+        "output-is-directory": lambda f: ["pool", f["run"], "-k", "2", "-o", f["dir"]],
+        "output-in-missing-directory": lambda f: ["pool", f["run"], "-k", "2", "-o", f["missing"] + "/pool.txt"],
+        "stdin-twice": lambda f: ["pool", "-", "-", "-k", "2"],
+    },
 }
 
 ERROR_LINE = re.compile(r"^gpukit( [a-z][a-z_-]*)?: error: \S")

@@ -97,7 +97,7 @@ def test_from_topk_copies_the_corpus_key_table_once_and_syncs_once():
 @pytest.fixture
 def device_path(monkeypatch):
     """from_topk's non-CPU path, run on CPU tensors (values can be compared)."""
-    import gpukit.data.run as run_module
+    import gpukit.data.run_from_topk as run_module
 
     monkeypatch.setattr(run_module, "_syncs_are_cheap", lambda device: False)
 
@@ -115,7 +115,7 @@ def _random_topk(seed: int, q: int, k: int, n: int, empty_row: bool) -> tuple[to
 @pytest.mark.parametrize("empty_row", [False, True])
 @pytest.mark.parametrize("ids", ["short", "long"])
 def test_from_topk_device_path_gives_the_cpu_run(device_path, ids, empty_row, monkeypatch):
-    import gpukit.data.run as run_module
+    import gpukit.data.run_from_topk as run_module
 
     n = 300
     doc_ids = [f"d{i}" if ids == "short" else f"a-longer-document-id-{i}" for i in range(n)]

@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diversity_cmd",
     "embed_eval_cmd",
     "fuse_cmd",
+    "pool_cmd",
 )
 
 #: Commands whose name is not their module's name minus ``_cmd``.
@@ -51,6 +52,7 @@ COMMAND_HELP: dict[str, str] = {
     "diversity": "diversity measures against subtopic qrels: alpha_nDCG, ERR_IA, NRBP, ... (ndeval)",
     "embed-eval": "evaluate an embedding model on a BEIR folder, on one process or sharded under torchrun",
     "fuse": "fuse TREC runs (RRF, CombSUM, CombMNZ, weighted sum, ...) into one TREC run",
+    "pool": "the depth-k pool of TREC runs, written as qrels to judge, with each run's contribution",
 }
 
 

@@ -35,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="default gpukit; trec_eval for preference and judgment-group measures")
     p.add_argument("-c", "--complete", action="store_true", default=None, help="score qrels topics missing from the run as 0 (trec_eval -c)")
     p.add_argument("-M", "--max-depth", type=positive_int64, default=None, help="only the top N documents of each ranking count (trec_eval -M)")
+    p.add_argument("-J", "--judged-only", action="store_true",
+                   help="compute every measure on the judged documents only (trec_eval -J; per measure: -m 'nDCG(judged_only=True)@10')")
     p.add_argument("-q", "--per-query", action="store_true", help="also print per-query values")
     add_format_option(p, extra=("trec",))
     add_device_option(p)
@@ -59,7 +61,7 @@ def run_eval(args: argparse.Namespace) -> int:
     reports = [
         evaluate(
             judgments, run, measures, device=device, convention=args.convention, complete=args.complete,
-            max_depth=args.max_depth, score_dtype=score_dtype,
+            max_depth=args.max_depth, score_dtype=score_dtype, judged_only=args.judged_only,
         )
         for run in runs
     ]
@@ -74,7 +76,7 @@ def run_eval(args: argparse.Namespace) -> int:
             for r, path in zip(reports, args.runs)
         ]
         rel = 1 if args.relevance_level is None else args.relevance_level
-        out.write("\n".join(r.to_trec(per_query=args.per_query, rel=rel) for r in tagged) + "\n")
+        out.write("\n".join(r.to_trec(per_query=args.per_query, rel=rel, judged_only=args.judged_only) for r in tagged) + "\n")
     else:
         write_reports(out, reports, args.format, args.per_query)
     return 0

@@ -27,10 +27,8 @@ import torch
 
 from gpukit.data.row_ranking import (
     _check_no_duplicates,
-    _rank_rows_flagging_repeats,
     _sort_rows,
     _sort_rows_inplace,
-    _syncs_are_cheap,
     adjacent_repeats,
     rank_rows_inplace,
 )
@@ -46,9 +44,9 @@ from gpukit.data.run_layout import (
     lopsided,
 )
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.errors import DeviceError, InputFormatError, UsageError, echo
-from gpukit.io.arrow_numpy import arrow_indices, pandas_columns, pc, string_array
-from gpukit.io.corpus_keys import CorpusKeys, corpus_keys
+from gpukit.errors import InputFormatError, UsageError, echo
+from gpukit.io.arrow_numpy import arrow_indices, pandas_columns, string_array
+from gpukit.io.corpus_keys import CorpusKeys
 from gpukit.io.doc_space import DocSpace, doc_keys
 from gpukit.io.nested_mapping import FlatMapping, flatten
 from gpukit.io.string_coding import CodeRuns, string_codes, string_codes_or_runs
@@ -121,6 +119,32 @@ class Run:
         standard input.
         """
         return cls.from_table(read_run_table(path), name, dedup)
+
+    @classmethod
+    def from_msmarco(cls, path: str | os.PathLike, name: str | None = None, dedup: Dedup = "error") -> "Run":
+        """Read an MS MARCO run ``qid<TAB>docid<TAB>rank`` (plain or gzip); the
+        score of a line is ``-rank``, so the ranking is the file's ranks (see
+        :mod:`gpukit.data.file_formats`)."""
+        from gpukit.data.file_formats import run_from_msmarco
+
+        return run_from_msmarco(path, name, dedup)
+
+    @classmethod
+    def from_jsonl(cls, path: str | os.PathLike, name: str | None = None, dedup: Dedup = "error") -> "Run":
+        """Read a run of JSON lines ``{"query_id": ..., "doc_id": ..., "score": ...}``
+        (plain or gzip; see :mod:`gpukit.io.jsonl`)."""
+        from gpukit.data.file_formats import run_from_jsonl
+
+        return run_from_jsonl(path, name, dedup)
+
+    @classmethod
+    def from_parquet(cls, path: str | os.PathLike, name: str | None = None, dedup: Dedup = "error", query_col: str = "query_id",
+                     doc_col: str = "doc_id", score_col: str = "score") -> "Run":
+        """Read a run from a Parquet file with columns ``query_id``, ``doc_id``,
+        ``score`` (see :mod:`gpukit.io.parquet`)."""
+        from gpukit.data.file_formats import run_from_parquet
+
+        return run_from_parquet(path, name, dedup, query_col, doc_col, score_col)
 
     @classmethod
     def from_table(cls, table: ParsedTable, name: str | None = None, dedup: Dedup = "error") -> "Run":
@@ -240,65 +264,9 @@ class Run:
         keeps one while it lives). Off the CPU every check is read back in
         one device-to-host transfer (one more to drop rows without results).
         """
-        scores = torch.as_tensor(scores)
-        doc_indices = torch.as_tensor(doc_indices)
-        if scores.shape != doc_indices.shape or scores.dim() != 2:
-            raise InputFormatError(name, None, f"scores {tuple(scores.shape)} and doc_indices {tuple(doc_indices.shape)} must be the same (Q, K) shape")
-        if scores.device != doc_indices.device:
-            raise DeviceError(f"scores on {scores.device} but doc_indices on {doc_indices.device}; move one explicitly")
-        if len(query_ids) != scores.shape[0]:
-            raise InputFormatError(name, None, f"{len(query_ids)} query ids for {scores.shape[0]} rows")
-        if not scores.is_floating_point():
-            raise InputFormatError(name, None, f"scores must be floating point, got {scores.dtype}")
-        corpus = corpus_keys(doc_ids, name)
-        qids = pa.array([str(q) for q in query_ids], pa.string())
-        if len(qids) > 1 and pc.count_distinct(qids).as_py() != len(qids):
-            raise InputFormatError(name, None, "query_ids contains duplicates")
-        idx = doc_indices.to(torch.int64)
-        # Indices out of range gather the padding key; the checks below reject them.
-        codes = corpus.table(scores.device)[idx.clamp(-1, len(corpus))]
-        ranked_scores = scores.clone()  # the caller's tensor is left as it is
-        if _syncs_are_cheap(scores.device):
-            return cls._checked_topk(idx, codes, ranked_scores, qids, corpus, name)
-        # Off the CPU: rank every row (fixed shapes) and read all checks at once.
-        repeated = _rank_rows_flagging_repeats(codes, ranked_scores)
-        some = torch.ones((), dtype=torch.int64, device=idx.device)
-        stats = torch.stack([
-            idx.max() if idx.numel() else -some,
-            idx.min() if idx.numel() else -some,
-            (idx < 0).all(1).any().long() if idx.numel() else some * int(idx.shape[0] > 0),
-            torch.isnan(scores).any().long(),
-            repeated.long(),
-        ]).tolist()
-        highest, lowest, unanswered, nan, duplicate = stats
-        if highest >= len(corpus) or lowest < -1 or nan or duplicate:
-            # Some check fails: the CPU path names the problem.
-            return cls._checked_topk(idx.cpu(), codes.cpu(), ranked_scores.cpu(), qids, corpus, name)
-        if unanswered:
-            return cls._checked_topk(idx, codes, ranked_scores, qids, corpus, name)
-        return cls(qids, corpus.space, codes, ranked_scores, name)
+        from gpukit.data.run_from_topk import topk_rows
 
-    @classmethod
-    def _checked_topk(cls, idx, codes, ranked_scores, qids, corpus, name) -> "Run":
-        """``from_topk``'s checks one by one (errors name the problem), then the
-        ranking of rows not in order. ``codes`` are ``idx`` mapped to keys."""
-        if idx.numel() and int(idx.max()) >= len(corpus):
-            raise InputFormatError(name, None, f"doc index {int(idx.max())} out of range for {len(corpus)} doc ids")
-        if idx.numel() and int(idx.min()) < -1:
-            row = int(torch.nonzero((idx < -1).any(1))[0])
-            raise InputFormatError(name, None, f"row {row}: doc index {int(idx[row].min())}; only -1 may mark a missing result")
-        answered = (idx >= 0).any(1)
-        if not bool(answered.all()):
-            if not bool(answered.any()):
-                raise InputFormatError(name, None, "no result in any row (every doc index is -1)")
-            kept = torch.nonzero(answered).flatten()
-            codes, ranked_scores = codes[kept], ranked_scores[kept]
-            qids = qids.take(arrow_indices(kept.cpu().numpy()))
-        if torch.isnan(ranked_scores).any():
-            raise InputFormatError(name, None, "scores contain NaN")
-        _check_no_duplicates(codes, qids, corpus.space, name, None, None)
-        rank_rows_inplace(codes, ranked_scores)
-        return cls(qids, corpus.space, codes, ranked_scores, name)
+        return cls(*topk_rows(scores, doc_indices, query_ids, doc_ids, name), name)
 
     @classmethod
     def _from_flat(cls, q_codes, q_vocab, d_codes, d_space, scores, name, dedup, source, line_of, distinct_pairs=False) -> "Run":
@@ -454,6 +422,24 @@ class Run:
         block, at = self._row_in_block(row)
         keys = block.doc_codes[at].cpu().numpy()
         return self.doc_space.ids_of(keys[keys >= 0]).to_pylist()
+
+    def save(self, path: str | os.PathLike, format: str = "trec", tag: str | None = None) -> None:
+        """Write the run to ``path`` (``.gz``: gzip; ``"-"``: standard output).
+
+        ``format="trec"``: ``qid Q0 docno rank score tag`` lines, each query's
+        documents in ranking order with ranks from 1, scores written so that
+        :meth:`from_trec` reads back the same values exactly (see
+        :mod:`gpukit.io.trec_writer`); ``tag`` defaults to the run's name.
+        """
+        from gpukit.data.file_formats import save_run
+
+        save_run(self, path, format, tag)
+
+    def to_trec(self, tag: str | None = None) -> str:
+        """The text :meth:`save` writes in TREC format, as a string."""
+        from gpukit.data.file_formats import run_to_trec
+
+        return run_to_trec(self, tag)
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """The pytrec_eval / ranx shape ``{query_id: {doc_id: score}}``."""

@@ -83,6 +83,23 @@ class Qrels(JudgmentsKind):
         return cls._from_table(table)
 
     @classmethod
+    def from_jsonl(cls, path: str | os.PathLike) -> "Qrels":
+        """Read JSON lines ``{"query_id": ..., "doc_id": ..., "relevance": ...}``
+        (plain or gzip; see :mod:`gpukit.io.jsonl`)."""
+        from gpukit.data.file_formats import qrels_from_jsonl
+
+        return qrels_from_jsonl(path)
+
+    @classmethod
+    def from_parquet(cls, path: str | os.PathLike, query_col: str = "query_id", doc_col: str = "doc_id",
+                     grade_col: str = "relevance") -> "Qrels":
+        """Read judgments from a Parquet file with columns ``query_id``,
+        ``doc_id``, ``relevance`` (see :mod:`gpukit.io.parquet`)."""
+        from gpukit.data.file_formats import qrels_from_parquet
+
+        return qrels_from_parquet(path, query_col, doc_col, grade_col)
+
+    @classmethod
     def _from_table(cls, table: ParsedTable) -> "Qrels":
         # A qrels file lists each topic's judgments together: its query ids stay runs (no code per line).
         q_codes, q_vocab = string_codes_or_runs(table.columns.pop("query_id"))
@@ -239,6 +256,19 @@ class Qrels(JudgmentsKind):
     def doc_ids(self) -> pa.Array:
         """The distinct judged document ids, byte-wise sorted."""
         return self.doc_space.distinct_ids(self.doc_codes)
+
+    def save(self, path: str | os.PathLike, format: str = "trec") -> None:
+        """Write ``qid 0 docno grade`` lines to ``path`` (``.gz``: gzip; ``"-"``:
+        standard output), read back by :meth:`from_trec` as these judgments."""
+        from gpukit.data.file_formats import save_qrels
+
+        save_qrels(self, path, format)
+
+    def to_trec(self) -> str:
+        """The text :meth:`save` writes, as a string."""
+        from gpukit.data.file_formats import qrels_to_trec
+
+        return qrels_to_trec(self)
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """The pytrec_eval / ranx shape ``{query_id: {doc_id: grade}}``."""

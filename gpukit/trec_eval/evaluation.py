@@ -14,23 +14,17 @@ from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.errors import GpukitError, TrecEvalError
 from gpukit.evaluation import compute_measures
+from gpukit.judged_only import judged_only_ranking, keep_ranked
 from gpukit.ranking import NOT_JUDGED, RankedJudgments, RankingParts, form_ranking_parts
 from gpukit.report import MIN_GEO_MEAN
 from gpukit.trec_eval.inputs import read_run, zscore
 from gpukit.trec_eval.measure_names import Output
 from gpukit.trec_eval.options import Options
 
-def judged_only(r: RankedJudgments) -> RankedJudgments:
-    """trec_eval -J: unjudged documents (absent from the qrels, or negative
-    grades) removed from each ranking, the others keeping their order."""
-    return _keep(r, r.grades >= 0)
-
-
-def _keep(r: RankedJudgments, keep: torch.Tensor) -> RankedJudgments:
-    """Each ranking reduced to the documents where ``keep`` holds, in order."""
-    order = torch.sort((~keep).to(torch.int8), dim=1, stable=True).indices
-    grades = r.grades.gather(1, order).masked_fill(~keep.gather(1, order), NOT_JUDGED)
-    return RankedJudgments(r.query_ids, grades, keep.sum(1).to(torch.int64), r.ideal, r.in_run, r.run_queries_not_in_qrels)
+#: trec_eval -J: unjudged documents (absent from the qrels, or negative
+#: grades) removed from each ranking, the others keeping their order.
+judged_only = judged_only_ranking
+_keep = keep_ranked
 
 
 def relstring(grades: Sequence[int]) -> str:
