@@ -84,22 +84,32 @@ class GpukitSearchIndex:
         # FAISS has no cosine metric: normalised vectors under inner product.
         return FaissIndex(dim, spec=self.spec, metric="ip" if self.metric == "cosine" else self.metric, device=self.device)
 
-    def _prepare(self, embeddings: Any) -> torch.Tensor:
-        vectors = torch.as_tensor(embeddings).detach().float()
-        if vectors.dim() != 2:
-            raise IndexUsageError(f"embeddings must be (n, dim); got shape {tuple(vectors.shape)}")
-        if self.metric == "cosine":
-            vectors = torch.nn.functional.normalize(vectors, dim=1)
-        return vectors
+    def _prepare(self, embeddings: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """(what the index is given, the vectors scored: normalised for cosine).
+
+        Cosine vectors are normalised once, by ``F.normalize(x, p=2, dim=1)`` in
+        float32 as MTEB's ``cos_sim`` does: ExactIndex normalises what it is
+        given, and normalising twice moves about a third of SciFact's vectors
+        by an ulp, so scores drift from MTEB's by up to 2e-7 and near-tied
+        documents can swap. FAISS has no cosine metric: it gets the
+        normalised vectors under inner product.
+        """
+        raw = torch.as_tensor(embeddings).detach().float()
+        if raw.dim() != 2:
+            raise IndexUsageError(f"embeddings must be (n, dim); got shape {tuple(raw.shape)}")
+        if self.metric != "cosine":
+            return raw, raw
+        scored = torch.nn.functional.normalize(raw, p=2, dim=1)
+        return (raw if self.backend == "exact" else scored), scored
 
     def add_documents(self, embeddings: Any, idxs: list[str]) -> None:
         """Append documents (embeddings (n, dim), ids of length n)."""
-        vectors = self._prepare(embeddings)
+        given, vectors = self._prepare(embeddings)
         if vectors.shape[0] != len(idxs):
             raise IndexUsageError(f"{vectors.shape[0]} embeddings but {len(idxs)} ids")
         if self.index is None:
             self.index = self._new_index(vectors.shape[1])
-        self.index.add(vectors.to(self.index.device))
+        self.index.add(given.to(self.index.device))
         self._vectors.append(vectors.cpu())
         self.idxs.extend(idxs)
 
@@ -117,9 +127,9 @@ class GpukitSearchIndex:
         """Top ``top_k`` (scores, positions) per query; see the module docstring for reranking."""
         if self.index is None:
             raise IndexUsageError("no documents: call add_documents first")
-        queries = self._prepare(embeddings)
+        given, queries = self._prepare(embeddings)
         if top_ranked is None:
-            scores, positions = self.index.search(queries.to(self.index.device), min(top_k, self.index.ntotal))
+            scores, positions = self.index.search(given.to(self.index.device), min(top_k, self.index.ntotal))
             return self._returned(scores.cpu()), positions.cpu().tolist()
         if query_idx_to_id is None:
             raise IndexUsageError("query_idx_to_id is needed when reranking top_ranked documents")

@@ -18,7 +18,9 @@ pytrec_eval's conventions, reproduced:
   measure that takes none are ignored). Nicknames (``official``, ``set``,
   ``all_trec``...) expand to trec_eval's lists; members gpukit does not
   implement are left out with a warning, while naming one directly is an
-  error.
+  error. ``supported_measures`` is trec_eval's ``all_trec`` (pytrec_eval's
+  definition); prefs and judgment-group measures are refused by name, as
+  pytrec_eval refuses them (a grade dict has no preferences or groups).
 * Output names: ``root_K`` / ``root_%3.2f`` for cutoff and level lists
   (``P_5``, ``iprec_at_recall_0.10``), the bare root otherwise (``ndcg``,
   ``11pt_avg`` whatever their parameters). String measures (``runid``,
@@ -77,16 +79,46 @@ NEWER_THAN_PYTREC_EVAL = frozenset({"unj", "rbp", "rbp_resid"})
 _RE_BASE = r"{}[\._]([0-9]+(\.[0-9]+)?(,[0-9]+(\.[0-9]+)?)*)"
 
 
+#: Judgments a trec_eval family may need beyond a qrels dict's grades, and
+#: trec_eval's ``-R`` format that supplies them.
+_OTHER_JUDGMENTS = {"prefs": "preference judgments (trec_eval -R prefs or qrels_prefs)",
+                    "judgment_groups": "judgment groups (trec_eval -R qrels_jg)"}
+
+
 def _implemented() -> set[str]:
     return set(name_index().trec) | set(STRING_MEASURES)
 
 
-#: trec_eval roots this build computes (pytrec_eval: the roots its trec_eval knows).
-supported_measures: Set[str] = _implemented()
+def _needs_other_judgments() -> dict[str, str]:
+    """{root: what it needs} for the roots a ``{qid: {docno: grade}}`` dict cannot feed.
 
-#: pytrec_eval's nicknames, each restricted to the roots this build computes.
+    trec_eval computes them only from a prefs or qrels_jg file (form_prefs_counts.c
+    and form_res_rels_jg.c refuse a plain qrels); pytrec_eval, which builds its
+    judgments from the dict, has no such input and rejects their names.
+    """
+    out = {}
+    for root, (family, _) in name_index().trec.items():
+        other = sorted(set(family.needs) & set(_OTHER_JUDGMENTS))
+        if other:
+            out[root] = _OTHER_JUDGMENTS[other[0]]
+    return out
+
+
+#: pytrec_eval's ``supported_measures`` is the ``all_trec`` nickname of the
+#: trec_eval it is built on (pytrec_eval.cpp reads that list): every measure a
+#: ``{qid: {docno: grade}}`` dict can feed. gpukit follows trec_eval 10.0, whose
+#: ``all_trec`` also has ``rbp``, ``rbp_resid`` and ``unj``; the prefs and
+#: judgment-group measures are not in it (they need other judgments) and are
+#: refused by name, as pytrec_eval does. So ``RelevanceEvaluator(qrels,
+#: supported_measures)`` evaluates them all.
+_IMPLEMENTED = _implemented()
+supported_measures: Set[str] = set(NICKNAMES["all_trec"]) & _IMPLEMENTED
+
+#: pytrec_eval's nicknames, each restricted to the roots this build implements.
+#: As in pytrec_eval, ``prefs``, ``all_prefs`` and ``qrels_jg`` list measures a
+#: qrels dict cannot feed: naming them is an error.
 supported_nicknames: Dict[str, Set[str]] = {
-    name: {r for r in roots if r in supported_measures and r not in NEWER_THAN_PYTREC_EVAL}
+    name: {r for r in roots if r in _IMPLEMENTED and r not in NEWER_THAN_PYTREC_EVAL}
     for name, roots in NICKNAMES.items()
 }
 
@@ -167,7 +199,15 @@ def _combine_measures(measures: Iterable[str]) -> tuple[dict[str, set[str]], lis
             param_meas[root].update(re.match(_RE_BASE.format(re.escape(root)), measure).group(1).split(","))
         param_meas.setdefault(root, set())
         named.add(root)
-    missing = [root for root in table if root in param_meas and root not in supported_measures]
+    other = _needs_other_judgments()
+    refused = next((root for root in table if root in param_meas and root in other), None)
+    if refused is not None:
+        # pytrec_eval: ValueError "unsupported measure" (its supported_measures lacks them).
+        raise MeasureError(f"unsupported measure {refused}: it needs {other[refused]}, "
+                           "which a {qid: {docno: grade}} qrels dict does not carry "
+                           "(gpukit.evaluate_prefs / gpukit.evaluate_judgment_groups compute it)")
+    implemented = _implemented()
+    missing = [root for root in table if root in param_meas and root not in implemented]
     direct = [root for root in missing if root in named]
     if direct:
         raise MeasureError(f"measure {direct[0]!r} is a trec_eval measure that gpukit does not implement yet")
