@@ -126,15 +126,16 @@ def test_forward_returns_the_batch_value_and_keeps_accumulating():
         metric(*batches[0])  # forward must not forget the queries already seen
 
 
-def test_a_query_split_over_two_updates_is_refused_until_reset():
+def test_a_query_split_over_two_updates_equals_torchmetrics():
+    # torchmetrics concatenates every update and groups by indexes at compute.
     preds, target, idx = _rows(5, seed=6)[0]
-    metric = gk.RetrievalRecall(top_k=2)
     half = len(idx) // 2
-    metric.update(preds[:half], target[:half], idx[:half])
-    with pytest.raises(GpukitError, match="one update call"):
-        metric.update(preds[half:], target[half:], idx[half:])
-    metric.reset()
-    metric.update(preds, target, idx)
+    for name, kwargs in [("RetrievalRecall", {"top_k": 2}), ("RetrievalMAP", {}), ("RetrievalNormalizedDCG", {"top_k": 3})]:
+        ours, theirs = getattr(gk, name)(**kwargs), getattr(tm, name)(**kwargs)
+        for part in (slice(None, half), slice(half, None)):
+            ours.update(preds[part], target[part], idx[part])
+            theirs.update(preds[part], target[part], idx[part])
+        assert ours.compute().item() == pytest.approx(theirs.compute().item(), abs=2e-6)
 
 
 def test_empty_target_action_error_and_empty_metric():
