@@ -41,7 +41,7 @@ class Scorer(pl.LightningModule):
         scores = self.linear(features).squeeze(-1)
         self.ndcg.update(scores, grades, index)
         self.ap(scores, grades > 0, index)  # forward, as metric(...) calls are usually written
-        self.recall.update(scores, grades, index)
+        self.recall.update(scores, grades > 0, index)  # Recall takes binary targets, as torchmetrics
         self.log("ndcg@5", self.ndcg)
         self.log("map", self.ap)
         self.log("recall@3", self.recall)
