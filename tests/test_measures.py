@@ -54,7 +54,6 @@ def test_relevance_level_applies_to_binary_measures_without_explicit_rel():
     [
         ("foo@10", "unknown measure"),
         ("Success", "needs a cutoff"),  # (Judged without a cutoff is ir_measures' whole-ranking Judged)
-        ("P(judged_only=True)@5", "gpukit trec_eval -J"),
         ("RBP(rel=1,gain=exp)", "is binary"),
         ("precision", "needs a cutoff"),
         ("P@0", "positive integer"),

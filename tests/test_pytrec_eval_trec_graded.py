@@ -226,7 +226,9 @@ def test_rbp_resid_and_unjudged_count_absent_and_negative_grades():
     assert resid == pytest.approx(0.5**3 + 0.5 * (0.5 + 0.25))
     unj, _ = _one(qrels, run, "Unjudged@5", convention="trec_eval")
     judged, _ = _one(qrels, run, "Judged@5", convention="trec_eval")
-    assert unj == pytest.approx(2 / 5) and judged == pytest.approx(1 / 5)  # not 1 - Judged@5
+    # Unjudged@5 is trec_eval's unj (top 5 not judged >= 0, over 5); Judged@5 is
+    # ir_measures' (top 5 present in the qrels, negative grades too, over min(5, |ranking|)).
+    assert unj == pytest.approx(2 / 5) and judged == pytest.approx(2 / 3)  # not 1 - Judged@5
     none, _ = _one({"q": {"a": 1}}, {"q": {"a": 1.0}}, "RBPResid(p=0.5)", convention="trec_eval")
     assert none == 0.0  # nothing unjudged: trec_eval leaves even the tail p^n out
 
