@@ -26,10 +26,18 @@ tm = pytest.importorskip("torchmetrics.retrieval")
 from torchmetrics.functional.retrieval import retrieval_auroc
 
 from gpukit.compat import torchmetrics as gk
+from gpukit.compat import torchmetrics_base
+from gpukit.compat.torchmetrics_state import canonical_order, keep_largest_targets
 from gpukit.errors import GpukitError, UsageError
 
 ACTIONS = ("neg", "pos", "skip")
 IGNORE_BINARY, IGNORE_GRADED = -1, 7
+
+
+@pytest.fixture(autouse=True)
+def compact_often(monkeypatch):
+    """Compact past 16 raw rows (not 2^20), so every test also runs the top-k buffers' merge."""
+    monkeypatch.setattr(torchmetrics_base, "COMPACT_MIN_ROWS", 16)
 
 
 def squares(values, dim=None):
@@ -208,11 +216,14 @@ SPLIT = [("RetrievalNormalizedDCG", {"top_k": 3}), ("RetrievalMAP", {"top_k": 2}
          ("RetrievalPrecisionRecallCurve", {"max_k": 3}), ("RetrievalRPrecision", {"aggregation": "median"})]
 
 
+@pytest.mark.parametrize("compact_past", [0, 1 << 20])
 @pytest.mark.parametrize(("name", "kwargs"), SPLIT, ids=_ids(SPLIT))
-def test_result_does_not_depend_on_the_split_bit_for_bit(name, kwargs):
-    """Any split into updates, any row order, and merge_state (what DDP's sync does) give the same bits."""
+def test_result_does_not_depend_on_the_split_bit_for_bit(name, kwargs, compact_past, monkeypatch):
+    """Any split into updates, any row order, any compactions, and merge_state (what DDP's sync does) give the same bits."""
     flat, batches = make(21, queries=60, updates=25, outside=True)
-    one = feed(getattr(gk, name)(**kwargs), [flat])
+    monkeypatch.setattr(torchmetrics_base, "COMPACT_MIN_ROWS", 1 << 20)
+    one = feed(getattr(gk, name)(**kwargs), [flat])  # never compacted
+    monkeypatch.setattr(torchmetrics_base, "COMPACT_MIN_ROWS", compact_past)
     many = feed(getattr(gk, name)(**kwargs), batches[::-1])
     left, right = getattr(gk, name)(**kwargs), getattr(gk, name)(**kwargs)
     for metric, part in ((left, batches[::2]), (right, batches[1::2])):
@@ -224,17 +235,35 @@ def test_result_does_not_depend_on_the_split_bit_for_bit(name, kwargs):
             assert torch.equal(a, b)
 
 
-def test_top_k_state_stays_within_twice_its_bound():
-    # Distinct preds: the buffer is exactly min(k, n) rows per query; compaction keeps at most twice that plus a batch.
+def test_top_k_state_stays_within_its_bound():
+    # Distinct preds: the buffer is min(k, n) rows per query; raw rows are compacted
+    # past max(buffer, COMPACT_MIN_ROWS = 16 here), so the state is <= 2 x buffer + 16 + one batch.
     g = torch.Generator().manual_seed(2)
-    metric, k, queries = gk.RetrievalMAP(top_k=3), 3, 200
+    metric, k, queries = gk.RetrievalNormalizedDCG(top_k=3), 3, 200
     for _ in range(40):
         idx = torch.randint(0, queries, (100,), generator=g)
         metric.update(torch.rand(100, generator=g), (torch.rand(100, generator=g) < 0.3).long(), idx)
-    rows = sum(t.numel() for t in metric.rows_index)
-    assert rows <= 2 * k * queries + 100
-    counters = sum(t.numel() for t in metric.query_index)
-    assert counters <= 2 * queries + 100
+        rows = sum(t.numel() for t in metric.rows_index + metric.raw_index)
+        assert rows <= 2 * k * queries + 16 + 100
+        assert sum(t.numel() for t in metric.query_index) <= queries
+        assert sum(t.numel() for t in metric.ideal_index) <= k * queries
+    assert sum(t.numel() for t in metric.rows_index) == k * queries  # compacted at least once
+
+
+def test_canonical_order_and_largest_targets_against_python_sorted():
+    # Extreme preds (signed zeros, subnormals, +-3e38, +-inf), wide index and target ranges (several packed words).
+    g = torch.Generator().manual_seed(0)
+    for _ in range(100):
+        n = int(torch.randint(1, 300, (1,), generator=g))
+        idx = torch.randint(-5, 5, (n,), generator=g) * 10 ** int(torch.randint(0, 17, (1,), generator=g))
+        scale = torch.tensor([1.0, -0.0, 1e-40, 3e38, float("inf")])[torch.randint(0, 5, (n,), generator=g)]
+        preds = torch.nan_to_num(torch.randint(-3, 4, (n,), generator=g).float() * scale, nan=2.5)
+        target = torch.randint(-2, 3, (n,), generator=g) * 10 ** int(torch.randint(0, 12, (1,), generator=g))
+        rows = list(zip(idx.tolist(), preds.tolist(), target.tolist()))
+        order = canonical_order(idx, preds, target).tolist()
+        assert [rows[i] for i in order] == sorted(rows, key=lambda r: (r[0], -r[1], r[2]))
+        got = list(zip(*(t.tolist() for t in keep_largest_targets(idx, target, 3))))
+        assert got == [(q, t) for q in sorted(set(idx.tolist())) for t in sorted(target[idx == q].tolist(), reverse=True)[:3]]
 
 
 def test_forward_returns_the_batch_value_as_torchmetrics():

@@ -41,12 +41,13 @@ Where gpukit differs from torchmetrics:
 * Errors are :class:`gpukit.errors.UsageError` (a ``ValueError``).
 
 State: bounded by the cutoff where there is one. With ``top_k`` (``max_k``
-for the curves) each query keeps its top-k buffer -- k rows plus rows tied
-with the k-th pred -- and three integers; without a cutoff (and always for
-RPrecision, whose cutoff is the query's own number of targets) every row is
-kept, as torchmetrics keeps. All of it is ``dist_reduce_fx="cat"``, and the
-merge depends only on the multiset of rows, so under DDP ``compute()``
-equals the one-process value bit for bit.
+for the curves) the rows updates append are compacted, past 2^20 rows, into
+each query's top-k buffer -- k rows plus rows tied with the k-th pred -- and
+three integers; without a cutoff (and always for RPrecision, whose cutoff is
+the query's own number of targets) every row is kept, as torchmetrics keeps
+(:mod:`gpukit.compat.torchmetrics_base` gives the bound). All of it is
+``dist_reduce_fx="cat"``, and the merge depends only on the multiset of
+rows, so under DDP ``compute()`` equals the one-process value bit for bit.
 """
 from __future__ import annotations
 

@@ -3,19 +3,21 @@
 State (all ``dist_reduce_fx="cat"`` lists of tensors, so torchmetrics' DDP
 sync, ``forward`` and ``merge_state`` concatenate them):
 
-* rows ``(index, pred, target)``: with a cutoff (``top_k`` / ``max_k``) only
-  each query's top-k buffer (:func:`~gpukit.compat.torchmetrics_state.keep_top`:
-  k rows per query, plus rows tied with the k-th pred); without one, every
-  row, as torchmetrics keeps.
-* per query ``(index, candidates, sum of targets)``, summed when merged.
-* nDCG with ``top_k``: each query's k largest targets (its ideal ranking).
+* raw rows ``(index, pred, target)`` as ``update`` received them (after
+  ``ignore_index``): everything, without a cutoff, as torchmetrics keeps.
+* with a cutoff (``top_k`` / ``max_k``), what compactions kept: each query's
+  top-k buffer (:func:`~gpukit.compat.torchmetrics_state.keep_top`: k rows,
+  plus rows tied with the k-th pred), its counters ``(index, candidates, sum
+  of targets)`` over every row compacted, and for nDCG its k largest targets.
+  An update compacts the raw rows into these once they outnumber both the
+  buffer and 2^20 rows, so the state never exceeds the buffer's bound (k
+  rows per query, plus ties) plus max(that bound, 2^20 rows) plus one batch.
 
 A query may come in any number of updates and processes: ``compute`` merges
-what belongs to each query. The merge depends only on the multiset of rows
-(canonical order, integer counters), so the result does not depend on how
-rows were split between updates or ranks. An update compacts the state once
-what it appended since the last compaction outweighs what that kept, so the
-state stays within twice its bound.
+raw and compacted parts of each query without changing the state. The merge
+depends only on the multiset of rows (canonical order, integer counters),
+so the result does not depend on how rows were split between updates or
+ranks, nor on when compactions happened.
 """
 from __future__ import annotations
 
@@ -32,9 +34,12 @@ from gpukit.pipelines.streaming import from_fixed_point, to_fixed_point
 
 EMPTY_TARGET_ACTIONS = ("error", "skip", "neg", "pos")
 AGGREGATIONS = ("mean", "median", "min", "max")
+_RAW = ("raw_index", "raw_preds", "raw_target")
 _ROWS = ("rows_index", "rows_preds", "rows_target")
 _COUNTERS = ("query_index", "query_candidates", "query_target_sum")
 _IDEAL = ("ideal_index", "ideal_target")
+#: Raw rows are compacted only past this many (smaller states are not worth the sorts).
+COMPACT_MIN_ROWS = 1 << 20
 
 
 def check_cutoff(name: str, value: Any) -> int | None:
@@ -93,7 +98,8 @@ class RetrievalBase(Metric):
         self.ignore_index = ignore_index
         self.aggregation = aggregation
         self._cutoff = cutoff
-        for name in _ROWS + _COUNTERS + (_IDEAL if self.needs_ideal and cutoff is not None else ()):
+        compacted = () if cutoff is None else _ROWS + _COUNTERS + (_IDEAL if self.needs_ideal else ())
+        for name in _RAW + compacted:
             self.add_state(name, default=[], dist_reduce_fx="cat")
 
     # ----------------------------------------------------------- updates
@@ -126,47 +132,50 @@ class RetrievalBase(Metric):
     def update(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor) -> None:  # type: ignore[override]
         """Add rows; a query's rows may be spread over any number of updates."""
         preds, target, indexes = self._check(preds, target, indexes)
-        for name, value in zip(_COUNTERS, state.query_counters(indexes, target)):
+        for name, value in zip(_RAW, (indexes, preds, target)):
             getattr(self, name).append(value)
-        if self._cutoff is not None:
-            if self.needs_ideal:
-                for name, value in zip(_IDEAL, state.keep_largest_targets(indexes, target, self._cutoff)):
-                    getattr(self, name).append(value)
-            indexes, preds, target = state.keep_top(indexes, preds, target, self._cutoff)
-        for name, value in zip(_ROWS, (indexes, preds, target)):
-            getattr(self, name).append(value)
-        self._compact()
+        if self._cutoff is not None and isinstance(self.raw_index, list):
+            raw = sum(part.numel() for part in self.raw_index)
+            kept = sum(part.numel() for part in self.rows_index) if isinstance(self.rows_index, list) else self.rows_index.numel()
+            if raw > max(kept, COMPACT_MIN_ROWS):
+                self._compact()
+
+    def _merged(self) -> tuple[tuple, tuple | None, tuple | None]:
+        """(rows, counters, ideal rows) of raw and compacted state together, not yet cut
+        (counters None without a cutoff: every row is there to count)."""
+        raw = tuple(dim_zero_cat(getattr(self, name)) if len(getattr(self, name)) else None for name in _RAW)
+        if raw[0] is None and self._cutoff is None:
+            raise UsageError(f"{type(self).__name__}.compute() before any update")
+
+        def joined(names, extra):
+            parts = [dim_zero_cat(getattr(self, name)) if len(getattr(self, name)) else None for name in names]
+            if parts[0] is None:
+                return extra
+            return parts if extra is None else tuple(torch.cat([p, e]) for p, e in zip(parts, extra))
+
+        if self._cutoff is None:
+            return raw, None, (raw[0], raw[2]) if self.needs_ideal else None
+        rows = joined(_ROWS, raw if raw[0] is not None else None)
+        if rows is None:
+            raise UsageError(f"{type(self).__name__}.compute() before any update")
+        counters = joined(_COUNTERS, state.query_counters(raw[0], raw[2]) if raw[0] is not None else None)
+        ideal = joined(_IDEAL, (raw[0], raw[2]) if raw[0] is not None else None) if self.needs_ideal else None
+        return rows, counters, ideal
 
     def _compact(self) -> None:
-        """Merge the lists into one tensor each once the appended part outweighs the compacted part."""
-        for names, merge in ((_COUNTERS, state.merge_counters), (_ROWS, self._merge_rows), (_IDEAL, self._merge_ideal)):
-            parts = getattr(self, names[0], None)
-            if not isinstance(parts, list) or len(parts) < 2 or (names is _ROWS and self._cutoff is None):
-                continue
-            if sum(p.numel() for p in parts[1:]) < parts[0].numel():
-                continue
-            for name, value in zip(names, merge(*(torch.cat(getattr(self, name)) for name in names))):
+        """Raw rows into the top-k buffer, the counters and the ideal targets."""
+        rows, counters, ideal = self._merged()
+        for names, values in ((_ROWS, state.keep_top(*rows, self._cutoff)), (_COUNTERS, state.merge_counters(*counters)),
+                              (_IDEAL, state.keep_largest_targets(*ideal, self._cutoff) if ideal is not None else ())):
+            for name, value in zip(names, values):
                 setattr(self, name, [value])
-
-    def _merge_rows(self, index, preds, target):
-        return state.keep_top(index, preds, target, self._cutoff)
-
-    def _merge_ideal(self, index, target):
-        return state.keep_largest_targets(index, target, self._cutoff)
+        for name in _RAW:
+            setattr(self, name, [])
 
     # ----------------------------------------------------------- compute
     def _ranked(self, width: int | None = None) -> state.Ranked:
         """The merged state, every query's buffer dense and ranked (after torchmetrics' sync)."""
-        if isinstance(self.rows_index, list) and not self.rows_index:
-            raise UsageError(f"{type(self).__name__}.compute() before any update")
-        rows = tuple(dim_zero_cat(getattr(self, name)) for name in _ROWS)
-        counters = tuple(dim_zero_cat(getattr(self, name)) for name in _COUNTERS)
-        if not self.needs_ideal:
-            ideal = None
-        elif self._cutoff is None:
-            ideal = (rows[0], rows[2])
-        else:
-            ideal = tuple(dim_zero_cat(getattr(self, name)) for name in _IDEAL)
+        rows, counters, ideal = self._merged()
         return state.build_ranked(rows, counters, self._cutoff, ideal, width)
 
     def _empty(self, r: state.Ranked) -> torch.Tensor:

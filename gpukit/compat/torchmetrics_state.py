@@ -30,15 +30,53 @@ from gpukit.errors import GpukitError
 PAD_TARGET = 0
 
 
+def _span(values: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """``values - min`` (non-negative int64) and its bit width."""
+    low = values.min()
+    shifted = values - low
+    return shifted, int(shifted.max()).bit_length()
+
+
+def lexsort(columns: list[torch.Tensor]) -> torch.Tensor:
+    """Permutation sorting rows by ``columns`` (int64, most significant first), ascending.
+
+    Columns are offset to start at 0 and packed, least significant first,
+    into as few 62-bit words as fit; each word is one stable sort, least
+    significant word first (stable int64 sorts are radix sorts on CPU, which
+    is why this beats sorting floats).
+    """
+    words: list[torch.Tensor] = []
+    word, used = None, 0
+    for values, bits in (_span(c) for c in reversed(columns)):
+        if word is not None and used + bits > 62:
+            words.append(word)
+            word, used = None, 0
+        word = values if word is None else word | (values << used)
+        used += bits
+    words.append(word)
+    order = torch.sort(words[0], stable=True).indices
+    for word in words[1:]:
+        order = order[torch.sort(word[order], stable=True).indices]
+    return order
+
+
+def pred_rank_key(preds: torch.Tensor) -> torch.Tensor:
+    """int64 in [0, 2^32), ascending as float32 ``preds`` descend (not NaN; -0.0 ranks as 0.0).
+
+    The float's bits read as an int32 order non-negative floats; negative ones
+    order the other way until their low 31 bits are flipped.
+    """
+    bits = (preds.to(torch.float32) + 0.0).view(torch.int32).to(torch.int64)
+    ascending = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
+    return (2**31 - 1) - ascending
+
+
 def canonical_order(index: torch.Tensor, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Permutation sorting rows by (index asc, pred desc, target asc).
 
-    Three stable sorts, least significant key first: the result is a
-    function of the rows alone (equal rows are interchangeable).
+    A function of the rows alone: rows equal in all three keys are interchangeable.
     """
-    order = torch.sort(target, stable=True).indices
-    order = order[torch.sort(preds[order], descending=True, stable=True).indices]
-    return order[torch.sort(index[order], stable=True).indices]
+    return lexsort([index, pred_rank_key(preds), target])
 
 
 def segments(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -65,8 +103,7 @@ def keep_top(index: torch.Tensor, preds: torch.Tensor, target: torch.Tensor, k: 
 
 def keep_largest_targets(index: torch.Tensor, target: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Each query's k largest targets (the ideal ranking's top k), sorted by (index asc, target desc)."""
-    order = torch.sort(target, descending=True, stable=True).indices
-    order = order[torch.sort(index[order], stable=True).indices]
+    order = lexsort([index, -target])
     index, target = index[order], target[order]
     _, _, _, position = segments(index)
     keep = position < k
@@ -115,10 +152,11 @@ class Ranked:
     ideal: torch.Tensor | None
 
 
-def build_ranked(rows: tuple[torch.Tensor, torch.Tensor, torch.Tensor], counters: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+def build_ranked(rows: tuple[torch.Tensor, torch.Tensor, torch.Tensor], counters: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None,
                  k: int | None, ideal_rows: tuple[torch.Tensor, torch.Tensor] | None, width: int | None = None) -> Ranked:
     """Merged state -> :class:`Ranked`. ``k``: cut each query to its top-k buffer;
-    ``width``: at least this many columns (curves pad to ``max_k``)."""
+    ``width``: at least this many columns (curves pad to ``max_k``); ``counters``
+    None: every row is here (no cutoff), so they are counted from the rows."""
     index, preds, target = rows
     if k is None:
         order = canonical_order(index, preds, target)
@@ -129,7 +167,13 @@ def build_ranked(rows: tuple[torch.Tensor, torch.Tensor, torch.Tensor], counters
     cols = max(int(counts.max()), width or 0)
     groups = ids.numel()
     valid = dense(group, position, groups, cols, torch.ones_like(index, dtype=torch.bool), False)
-    counter_ids, candidates, target_sum = merge_counters(*counters)
+    if counters is None:  # every row is here, grouped already
+        if k is not None:
+            raise GpukitError("torchmetrics adapter: a cut state needs its counters")
+        counter_ids, candidates = ids, counts.to(torch.int64)
+        target_sum = torch.zeros(groups, dtype=torch.int64, device=index.device).index_add_(0, group, target)
+    else:
+        counter_ids, candidates, target_sum = merge_counters(*counters)
     # Every query with a counter keeps at least one row (a buffer keeps min(k, n) >= 1 rows).
     if counter_ids.shape != ids.shape or not bool((counter_ids == ids).all()):
         raise GpukitError("torchmetrics adapter: the per-query counters do not match the rows (inconsistent merged state)")
