@@ -105,9 +105,11 @@ def test_errors_are_reported_cleanly(embeddings, capsys, extra, message):
     tmp_path, _, _ = embeddings
     (tmp_path / "short.txt").write_text("a\nb\n")
     paths = {"short_ids": str(tmp_path / "short.txt"), "missing": str(tmp_path / "missing.npy")}
+    extra = [part.format(**paths) for part in extra]
+    corpus = [] if "--corpus" in extra else ["--corpus", str(tmp_path / "corpus.npy")]  # a file option takes one value
     args = [
-        "search", "--corpus", str(tmp_path / "corpus.npy"), "--queries", str(tmp_path / "queries.npy"),
+        "search", *corpus, "--queries", str(tmp_path / "queries.npy"),
         "--out", str(tmp_path / "x.trec"), "--device", "cpu",
     ]  # fmt: skip
-    assert main(args + [part.format(**paths) for part in extra]) == 2
+    assert main(args + extra) == 2
     assert message in capsys.readouterr().err

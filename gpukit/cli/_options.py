@@ -38,6 +38,22 @@ grade = bounded_int(0, INT32_MAX)
 seed = bounded_int(SEED_MIN, SEED_MAX)
 
 
+class StoreOnce(argparse.Action):
+    """``store`` for an option naming one file: a second occurrence is a usage
+    error. argparse's ``store`` keeps the last value, so ``-r A -r B`` would
+    silently use B alone."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        given = vars(namespace).setdefault("_given_once", set())  # the default is not an occurrence
+        if self.dest in given:
+            seen = getattr(namespace, self.dest)
+            raise argparse.ArgumentError(
+                self, f"given more than once ({seen!r}, then {values!r}); it takes one file"
+            )
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
 def device_name(text: str) -> str:
     """An argparse ``type`` for ``--device``: auto, cpu, cuda or cuda:N (torch
     accepts other types, such as meta, that the commands cannot run on)."""

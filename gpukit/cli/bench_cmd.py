@@ -20,15 +20,15 @@ import argparse
 import sys
 from typing import Any
 
-from gpukit.cli._options import add_device_option, check_output_path, seed
 from gpukit.cli import COMMAND_HELP
+from gpukit.cli._options import StoreOnce, add_device_option, check_output_path, seed
 from gpukit.cli.search_cmd import load_embeddings, read_ids
-from gpukit.judgments.qrels import Qrels
 from gpukit.device import resolve_device
 from gpukit.efficiency import DEFAULT_BATCH_SIZES, Prices, measure_efficiency
 from gpukit.efficiency.specs import DTYPES
 from gpukit.efficiency.synthetic import parse_shape, synthetic_dataset
 from gpukit.errors import GpukitError, InputFormatError
+from gpukit.judgments.qrels import Qrels
 
 
 def _int_list(text: str) -> list[int]:
@@ -58,11 +58,11 @@ def register(subparsers: Any) -> None:
     )
     data = p.add_argument_group("data")
     data.add_argument("--synthetic", metavar="N,Q,D", help="clustered synthetic data with one relevant doc per query")
-    data.add_argument("--corpus", help="(N, d) corpus embeddings, .npy")
-    data.add_argument("--queries", help="(Q, d) query embeddings, .npy")
-    data.add_argument("--qrels", help="TREC qrels for nDCG@10 (ids: --doc-ids/--query-ids, default row numbers)")
-    data.add_argument("--doc-ids", help="one doc id per line (default: row numbers)")
-    data.add_argument("--query-ids", help="one query id per line (default: row numbers)")
+    data.add_argument("--corpus", action=StoreOnce, help="(N, d) corpus embeddings, .npy")
+    data.add_argument("--queries", action=StoreOnce, help="(Q, d) query embeddings, .npy")
+    data.add_argument("--qrels", action=StoreOnce, help="TREC qrels for nDCG@10 (ids: --doc-ids/--query-ids, default row numbers)")
+    data.add_argument("--doc-ids", action=StoreOnce, help="one doc id per line (default: row numbers)")
+    data.add_argument("--query-ids", action=StoreOnce, help="one query id per line (default: row numbers)")
     data.add_argument("--seed", type=seed, default=0, help="seed of --synthetic")
     idx = p.add_argument_group("index")
     idx.add_argument("--index", default="exact", help="'exact' or a faiss factory string, e.g. 'IVF1024,Flat', 'HNSW32'")
@@ -90,10 +90,10 @@ def register(subparsers: Any) -> None:
     sweep.add_argument("--ef-grid", type=_int_list, help="efSearch values (default 16..512)")
     sweep.add_argument("--dtype-grid", type=_dtype_list, help="exact-index dtypes (default fp32,fp16,bf16)")
     sweep.add_argument("--pareto-json", help="write the sweep and its front as JSON (implies --sweep)")
-    sweep.add_argument("--pareto-png", help="plot the sweep, one curve per index (implies --sweep)")
+    sweep.add_argument("--pareto-png", action=StoreOnce, help="plot the sweep, one curve per index (implies --sweep)")
     out = p.add_argument_group("output")
     out.add_argument("--format", choices=("table", "json"), default="table")
-    out.add_argument("--output", help="also write the JSON report to this file")
+    out.add_argument("--output", action=StoreOnce, help="also write the JSON report to this file")
     p.set_defaults(func=run_bench)
 
 

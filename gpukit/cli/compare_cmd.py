@@ -10,12 +10,18 @@ import json
 import os
 import sys
 
-from gpukit.cli._options import add_device_option, check_output_path, grade, seed
 from gpukit.cli import COMMAND_HELP
-from gpukit.judgments.qrels import Qrels
+from gpukit.cli._options import (
+    StoreOnce,
+    add_device_option,
+    check_output_path,
+    grade,
+    seed,
+)
 from gpukit.data.run import Run
-from gpukit.io.spooled_input import check_stdin_once
 from gpukit.device import resolve_device
+from gpukit.io.spooled_input import check_stdin_once
+from gpukit.judgments.qrels import Qrels
 from gpukit.stats import TESTS, compare, plot_differences
 from gpukit.stats._common import StatsError
 from gpukit.stats.compare import ComparisonSettings
@@ -45,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", metavar="NAME",
                    help="baseline run: its file name (or path as given); default the first run")
     p.add_argument("--format", choices=["table", "json", "latex"], default="table")
-    p.add_argument("--plot", metavar="FILE", help="write a PNG of sorted per-query differences")
+    p.add_argument("--plot", action=StoreOnce, metavar="FILE", help="write a PNG of sorted per-query differences")
     add_device_option(p)
     p.add_argument("-l", "--relevance-level", type=grade, default=None,
                    help="grade counted as relevant by binary measures (default 1)")

@@ -15,8 +15,8 @@ import sys
 import time
 from typing import Any
 
-from gpukit.cli._options import add_device_option, bounded_int
 from gpukit.cli import COMMAND_HELP
+from gpukit.cli._options import StoreOnce, add_device_option, bounded_int
 from gpukit.data.run import Run
 from gpukit.datasets import load_scifact, scifact_run_path
 from gpukit.device import resolve_device
@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.add_argument("--batch-size", type=bounded_int(1, 2**31 - 1), default=64, help="texts per encoder batch (default 64)")
-    p.add_argument("--cache-dir", default=None, help="cache the corpus embeddings here (re-runs skip encoding)")
+    p.add_argument("--cache-dir", action=StoreOnce, default=None, help="cache the corpus embeddings here (re-runs skip encoding)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run_demo)
 

@@ -11,12 +11,12 @@ from gpukit.cli import COMMAND_HELP
 from gpukit.cli._formats import add_format_option, write_reports
 from gpukit.cli._options import add_device_option, grade, positive_int64
 from gpukit.data.run import Run
-from gpukit.judgments.subtopics import SubtopicQrels
-from gpukit.io.spooled_input import check_stdin_once
 from gpukit.device import resolve_device
 from gpukit.evaluation import evaluate
 from gpukit.families.diversity import NDEVAL_MEASURES
+from gpukit.io.spooled_input import check_stdin_once
 from gpukit.judgments import check_kind
+from gpukit.judgments.subtopics import SubtopicQrels
 from gpukit.measures import parse_measures
 
 

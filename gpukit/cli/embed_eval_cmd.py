@@ -25,7 +25,7 @@ import sys
 from typing import Any
 
 from gpukit.cli import COMMAND_HELP
-from gpukit.cli._options import add_device_option, bounded_int
+from gpukit.cli._options import StoreOnce, add_device_option, bounded_int
 from gpukit.errors import UsageError
 
 DEFAULT_MEASURES = ["nDCG@10", "R@100", "RR@10", "AP", "P@10"]
@@ -35,10 +35,10 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "embed-eval", help=COMMAND_HELP["embed-eval"], description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--model", required=True, metavar="NAME_OR_PATH", help="sentence-transformers name or path, or hash:DIM")
-    p.add_argument("--beir", required=True, metavar="DIR", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")
+    p.add_argument("--model", action=StoreOnce, required=True, metavar="NAME_OR_PATH", help="sentence-transformers name or path, or hash:DIM")
+    p.add_argument("--beir", action=StoreOnce, required=True, metavar="DIR", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")
     p.add_argument("--split", default="test", help="qrels split (default test)")
-    p.add_argument("--cache", metavar="DIR", help="cache corpus embeddings here, in resumable shards")
+    p.add_argument("--cache", action=StoreOnce, metavar="DIR", help="cache corpus embeddings here, in resumable shards")
     p.add_argument("--cache-dtype", choices=("fp32", "fp16", "bf16"), default="fp32", help="storage dtype of the cache")
     p.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE", help=f"repeatable; default {' '.join(DEFAULT_MEASURES)}")
     p.add_argument("-k", type=bounded_int(1, 2**31 - 1), default=100, help="results per query (default 100)")

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from gpukit.cli import COMMAND_HELP
-from gpukit.cli._options import add_device_option
+from gpukit.cli._options import StoreOnce, add_device_option
 from gpukit.data.run import Run
 from gpukit.device import resolve_device
 from gpukit.errors import UsageError
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and write it as a TREC run file. Ties in the fused run are ranked by doc id descending, as trec_eval.",
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (two or more; plain or gzip)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT", help="the fused TREC run file to write ('-' for standard output)")
+    p.add_argument("-o", "--output", action=StoreOnce, required=True, metavar="OUT", help="the fused TREC run file to write ('-' for standard output)")
     p.add_argument("--method", default="wsum", help=f"fusion method (default wsum, equal weights, as ranx): {', '.join(METHODS)}")
     p.add_argument("--norm", default="min-max", help=f"score normalisation (default min-max): {', '.join(NORMS)}, none")
     p.add_argument("--weights", type=float, nargs="+", metavar="W", help="one weight per run, for wsum, wmnz, mixed, w_bordafuse")

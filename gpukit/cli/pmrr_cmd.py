@@ -7,9 +7,9 @@ import sys
 
 from gpukit.cli import COMMAND_HELP
 from gpukit.cli._options import add_device_option, grade
-from gpukit.judgments.qrels import Qrels
 from gpukit.data.run import Run
 from gpukit.device import resolve_device
+from gpukit.judgments.qrels import Qrels
 from gpukit.pairwise import p_mrr
 
 

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from gpukit.cli import COMMAND_HELP
-from gpukit.cli._options import check_output_path, positive_int64
+from gpukit.cli._options import StoreOnce, check_output_path, positive_int64
 from gpukit.io.spooled_input import check_stdin_once
 
 
@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (qid Q0 docno rank score tag), plain or gzip")
     p.add_argument("-k", "--depth", type=positive_int64, required=True, help="documents per query taken from each run")
-    p.add_argument("-o", "--output", default="-", help="pool file to write (.gz: gzip; default: standard output)")
+    p.add_argument("-o", "--output", action=StoreOnce, default="-", help="pool file to write (.gz: gzip; default: standard output)")
     p.add_argument("--dedup", choices=["error", "max", "first"], default="error", help="what to do with a document retrieved twice for a query")
     p.set_defaults(func=run_pool)
 

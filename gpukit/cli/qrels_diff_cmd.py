@@ -6,10 +6,10 @@ import json
 import sys
 
 from gpukit.cli import COMMAND_HELP
-from gpukit.cli._options import add_device_option, grade, positive_int64
-from gpukit.judgments.qrels import Qrels
+from gpukit.cli._options import StoreOnce, add_device_option, grade, positive_int64
 from gpukit.data.run import Run
 from gpukit.device import resolve_device
+from gpukit.judgments.qrels import Qrels
 from gpukit.measures import parse_measures
 from gpukit.qrels_diff import qrels_diff
 
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("old", metavar="OLD", help="TREC qrels, the earlier version")
     p.add_argument("new", metavar="NEW", help="TREC qrels, the later version")
-    p.add_argument("-r", "--run", help="TREC run to evaluate against both versions")
+    p.add_argument("-r", "--run", action=StoreOnce, help="TREC run to evaluate against both versions")
     p.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE",
                    help=f"measure name (repeatable; with --run; default: {' '.join(DEFAULT_MEASURES)})")
     p.add_argument("-l", "--relevance-level", type=grade, default=None, help="grade counted as relevant by binary measures (default 1)")

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from gpukit.cli._options import add_device_option, check_output_path
 from gpukit.cli import COMMAND_HELP
+from gpukit.cli._options import StoreOnce, add_device_option, check_output_path
 from gpukit.errors import InputFormatError
 from gpukit.index import ExactIndex, FaissIndex, IndexUsageError, SearchIndex
 
@@ -26,15 +26,15 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--corpus", required=True, help="(N, d) corpus embeddings, .npy")
-    parser.add_argument("--queries", required=True, help="(Q, d) query embeddings, .npy")
-    parser.add_argument("--doc-ids", help="one doc id per line (default: row numbers)")
-    parser.add_argument("--query-ids", help="one query id per line (default: row numbers)")
+    parser.add_argument("--corpus", action=StoreOnce, required=True, help="(N, d) corpus embeddings, .npy")
+    parser.add_argument("--queries", action=StoreOnce, required=True, help="(Q, d) query embeddings, .npy")
+    parser.add_argument("--doc-ids", action=StoreOnce, help="one doc id per line (default: row numbers)")
+    parser.add_argument("--query-ids", action=StoreOnce, help="one query id per line (default: row numbers)")
     parser.add_argument(
         "--index", default="exact", help="'exact' (torch) or a faiss factory string such as 'IVF1024,Flat'"
     )
     parser.add_argument("-k", type=int, required=True, help="results per query (1 <= k <= N)")
-    parser.add_argument("--out", required=True, help="TREC run file to write")
+    parser.add_argument("--out", action=StoreOnce, required=True, help="TREC run file to write")
     parser.add_argument("--metric", choices=("ip", "cosine", "l2"), default="ip")
     parser.add_argument(
         "--dtype", choices=("fp32", "fp16", "bf16"), default="fp32", help="storage dtype of --index exact"
