@@ -240,7 +240,21 @@ def _ndcg(m, grades, judgments):
     return (dcg / idcg if idcg > 0 else 0.0), idcg > 0
 
 
+def _accuracy(m, grades, judgments):
+    """ir_measures' Accuracy@k: over the (relevant, non-relevant) pairs of the top k, the share ranked
+    relevant first; an unjudged document has grade 0 (so with rel <= 0 it is relevant). Defined where
+    the top k holds both kinds."""
+    top = [0 if g is None else g for g in grades[: m.cutoff]]
+    relevant_docs = [i for i, g in enumerate(top) if g >= m.rel]
+    nonrel = [i for i, g in enumerate(top) if g < m.rel]
+    pairs = [(r, n) for r in relevant_docs for n in nonrel]
+    if not pairs:
+        return 0.0, False
+    return sum(1 for r, n in pairs if r < n) / len(pairs), True
+
+
 _SUM = (("trec_eval", "sum"),)
+register("Accuracy", RefFamily(_accuracy, "optional", binary=True))
 register("P", RefFamily(_p, "required", binary=True))
 register("R", RefFamily(_r, "optional", binary=True))
 register("Rprec", RefFamily(_rprec, binary=True))

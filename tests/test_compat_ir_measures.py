@@ -94,8 +94,9 @@ def test_every_declared_measure_equals_the_anchor_providers():
             used.add(name)
     assert compared >= 40 and used == set(ANCHORS), (compared, used)
     # No anchor computes these: graded RBP (cwl_eval wants rel=), ERR without a cutoff
-    # (gdeval needs one), NumRel at rel=2 (pytrec_eval's provider only takes rel=1).
-    assert set(unanchored) <= {"RBP", "RBP(p=0.5)", "ERR", "NumRel(rel=2)"}, unanchored
+    # (gdeval needs one), NumRel at rel=2 (pytrec_eval's provider only takes rel=1). Accuracy's
+    # provider divides by zero on some queries: compared query by query in test_ir_measures_names.
+    assert {m for m in unanchored if not m.startswith("Accuracy")} <= {"RBP", "RBP(p=0.5)", "ERR", "NumRel(rel=2)"}, unanchored
 
 
 def test_register_puts_gpukit_first_and_calc_aggregate_matches_pytrec_eval():

@@ -166,7 +166,8 @@ def _supports(provider, measure) -> bool:
 
 def _provider_of(measure):
     for provider in ir_measures.DefaultPipeline.providers:
-        if _supports(provider, measure):
+        # gpukit's own provider is no anchor (another test may have registered it first).
+        if getattr(provider, "NAME", None) != "gpukit" and _supports(provider, measure):
             return provider
     return None
 
@@ -220,7 +221,7 @@ def collection(request):
 #: Names ir_measures computes that gpukit refuses, with the alternative its error must name.
 REFUSED = {"judged_only=True": "gpukit trec_eval -J"}
 #: Known gaps, each a strict xfail (it fails the suite once fixed, so the mark goes with the fix).
-GAPS = {"Accuracy": "ir_measures' Accuracy (its accuracy provider) has no gpukit family yet"}
+GAPS: dict[str, str] = {}
 
 
 def _same_iprec_count(measure, qrels: dict, q: str) -> bool:
@@ -278,7 +279,8 @@ def test_name_gives_ir_measures_value(name, collection):
         # ir_measures leaves out the queries without a value; gpukit omits them under its convention.
         defined = _gpukit_values(name, collection, convention="gpukit")
         assert {q for q, v in defined.items() if not math.isnan(v)} == set(want), name
-        _compare(name, want, defined, tol, sorted(want))
+        if want:  # Accuracy@1 has no value anywhere: a top 1 holds no pair
+            _compare(name, want, defined, tol, sorted(want))
         return
     queries = sorted(set(qrels) & set(run))
     if provider == "pytrec_eval" and measure.NAME == "IPrec":
@@ -304,6 +306,10 @@ def test_compat_provider_gives_ir_measures_value(name, collection):
         pytest.skip(f"no default provider computes {name}")
     got = {m.query_id: float(m.value) for m in ours.iter_calc([measure], qrels, run)}
     tol = GDEVAL_TOL if provider == "gdeval" else TOL
+    if provider == "accuracy":
+        assert set(got) == set(want), name  # the queries without a value are left out, as the provider does
+        if not want:
+            return  # Accuracy@1: a top 1 holds no pair
     _compare(name, want, got, tol, sorted(want))
 
 

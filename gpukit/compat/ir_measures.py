@@ -29,6 +29,7 @@ queries without judgments are ignored.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any, Iterable, Iterator
 
 import ir_measures
@@ -123,6 +124,12 @@ def _prototypes() -> list:
     return out
 
 
+#: Families whose ir_measures provider reports no value for a query where it is
+#: undefined (the accuracy provider), where the others score such a query 0 as
+#: trec_eval does: evaluated under gpukit's convention, the undefined ones left out.
+_LEAVES_OUT_UNDEFINED = frozenset({"Accuracy"})
+
+
 class GpukitEvaluator(providers.Evaluator):
     """Qrels converted once; each run evaluated by :func:`gpukit.evaluate` (all measures in one pass).
 
@@ -142,15 +149,32 @@ class GpukitEvaluator(providers.Evaluator):
         self.device = device
         super().__init__([m for m, _ in self.pairs], set(map(str, judgments)))
 
+    def iter_calc(self, run: Any) -> Iterator[Metric]:
+        """ir_measures' rule (a qrels query without a value gets the measure's
+        DEFAULT), except for the families whose provider leaves them out."""
+        filled = [m for m, g in self.pairs if g.family not in _LEAVES_OUT_UNDEFINED]
+        expected = set(itertools.product(filled, self.qrel_qids))
+        for metric in self._iter_calc(run):
+            expected.discard((metric.measure, metric.query_id))
+            yield metric
+        for measure, query_id in sorted(expected, key=lambda x: (str(x[0]), x[1])):
+            yield Metric(query_id=query_id, measure=measure, value=measure.DEFAULT)
+
     def _iter_calc(self, run: Any) -> Iterator[Metric]:
         import gpukit
 
         gk_run = gpukit.Run.from_dict(ir_measures.util.RunConverter(run).as_dict_of_dict(), name="<ir_measures run>")
-        report = gpukit.evaluate(self.qrels, gk_run, [g for _, g in self.pairs], convention="trec_eval", complete=False,
-                                 device=self.device)
-        for measure, gk in self.pairs:
-            for qid, value in zip(report.query_ids, report[gk].per_query.tolist()):
-                yield Metric(query_id=qid, measure=measure, value=value)
+        for convention in ("trec_eval", "gpukit"):
+            pairs = [(m, g) for m, g in self.pairs if (g.family in _LEAVES_OUT_UNDEFINED) == (convention == "gpukit")]
+            if not pairs:
+                continue
+            report = gpukit.evaluate(self.qrels, gk_run, [g for _, g in pairs], convention=convention, complete=False,
+                                     device=self.device)
+            for measure, gk in pairs:
+                result = report[gk]
+                for qid, value, defined in zip(report.query_ids, result.per_query.tolist(), result.mask.tolist()):
+                    if defined:
+                        yield Metric(query_id=qid, measure=measure, value=value)
 
 
 class GpukitProvider(providers.Provider):

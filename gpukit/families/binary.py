@@ -1,4 +1,4 @@
-"""Binary-relevance families: P, R, Rprec, RR, Success, AP, Bpref.
+"""Binary-relevance families: P, R, Rprec, RR, Success, AP, Bpref, Accuracy.
 
 A document is relevant when its judged grade is >= ``rel`` (default 1,
 trec_eval's ``-l``). R is the number of judged relevant documents of the
@@ -6,11 +6,14 @@ query, retrieved or not.
 """
 from __future__ import annotations
 
+import torch
+
 from gpukit import metrics
 from gpukit.families.common import TREC_CUTOFFS, always, describe_binary, needs_relevant, trec_names
 from gpukit.families.params import REL
 from gpukit.families.registry import register
 from gpukit.families.spec import Alias, Family, TrecSyntax
+from gpukit.ideal_grades import NOT_JUDGED
 
 _R_RULE = "R > 0 (the query has a relevant judged document)"
 
@@ -166,4 +169,35 @@ Bpref = register(Family(
     describe=describe_binary,
     trec_name=trec_names(uncut="bpref"),
     examples=("Bpref", "Bpref(rel=2)"),
+))
+
+
+def _accuracy(r, m, cuts):
+    # ir_measures' accuracy provider reads an unjudged document as grade 0
+    # (qrel.get(doc, 0)), so with rel <= 0 it is relevant; a judged negative
+    # grade stays below 0.
+    retrieved = torch.arange(r.grades.shape[1], device=r.device)[None, :] < r.num_ret[:, None]
+    grades = r.grades if m.rel > 0 else r.grades.masked_fill(r.grades == NOT_JUDGED, 0)
+    rel = retrieved & (grades >= m.rel)
+    return metrics.pair_accuracy(rel, retrieved & ~rel, cuts)
+
+
+def _describe_accuracy(m):
+    unjudged = "relevant (grade 0)" if m.rel <= 0 else "non-relevant"
+    return {"relevance": f"grade >= {m.rel} is relevant; an unjudged document is {unjudged}, as ir_measures"}
+
+
+Accuracy = register(Family(
+    name="Accuracy",
+    summary="share of (relevant, non-relevant) pairs of the top k ranked relevant first (ir_measures)",
+    definition="Accuracy@k = 1 - sum over relevant r in the top k of n_r / (N_k * R_k); n_r = non-relevant "
+    "documents above r, N_k and R_k the non-relevant and relevant documents in the top k (unjudged ones "
+    "included: a diagnostic of the retrieved list, not of the qrels); without a cutoff, the whole ranking",
+    kernel=_accuracy,
+    cutoff="optional",
+    params=(REL,),
+    needs=frozenset({"grades", "num_ret"}),
+    defined_when="the top k holds a relevant and a non-relevant document (ir_measures reports no value otherwise)",
+    describe=_describe_accuracy,
+    examples=("Accuracy", "Accuracy@10", "Accuracy(rel=2)@20"),
 ))

@@ -149,3 +149,25 @@ def bpref(rel: torch.Tensor, judged_nonrel: torch.Tensor, num_rel: torch.Tensor,
     penalty = safe_divide(torch.minimum(nonrel_above, r), cap.expand_as(nonrel_above))
     terms = torch.where(rel & (nonrel_above > 0), 1.0 - penalty, rel.to(torch.float64))
     return safe_divide(ordered_prefix_at(terms, [None]), num_rel[:, None])
+
+
+def pair_accuracy(rel: torch.Tensor, nonrel: torch.Tensor, cutoffs: Cutoffs) -> tuple[torch.Tensor, torch.Tensor]:
+    """Accuracy@k: the fraction of (relevant, non-relevant) pairs in the top k
+    that the ranking orders relevant first (ir_measures' Accuracy).
+
+        Accuracy@k = 1 - sum over relevant r in the top k of n_r / (N_k * R_k)
+
+    with n_r the non-relevant documents ranked above r, N_k the non-relevant
+    and R_k the relevant documents in the top k. ``rel`` and ``nonrel`` are
+    (Q, K) masks of retrieved documents (padding False in both). Integer
+    counts, one division: the value ir_measures' Python gives, bit for bit.
+    Returns ((Q, C) float64 values, 0 where undefined; (Q, C) bool, defined:
+    the top k holds a relevant and a non-relevant document).
+    """
+    rel, nonrel = truncate(rel, cutoffs), truncate(nonrel, cutoffs)
+    nonrel_above = nonrel.cumsum(1)  # at a relevant rank, the non-relevant ranks above it
+    crossed = prefix_at((nonrel_above * rel).cumsum(1), cutoffs)
+    num_rel, num_nonrel = prefix_at(rel.cumsum(1), cutoffs), prefix_at(nonrel_above, cutoffs)
+    pairs = num_rel * num_nonrel
+    defined = pairs > 0
+    return torch.where(defined, 1.0 - crossed.to(torch.float64) / pairs.clamp(min=1).to(torch.float64), 0.0), defined
