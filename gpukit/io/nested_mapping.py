@@ -4,8 +4,8 @@ The pytrec_eval / ranx / ir_measures / BEIR shape of a run (values are
 scores) or of qrels (values are grades). Flattening builds, without a
 per-pair Python statement: the query ids in the mapping's order, the number
 of entries of each, the document ids as one Arrow string array and the values
-as one NumPy array (``itertools.chain`` over the inner mappings, then
-``pa.array`` / ``np.array`` of the lists).
+as one NumPy array (``itertools.chain`` over the inner mappings, then one joined buffer (ASCII
+ids) or ``pa.array``, and ``array.array`` of the values).
 
 Because every query's documents are the keys of one mapping, a (query,
 document) pair cannot repeat when the keys are strings: :attr:`FlatMapping.distinct_pairs`
@@ -16,16 +16,16 @@ error (``strict``, pytrec_eval's rule) or read as ``str(key)`` (then ``1`` and
 from __future__ import annotations
 
 import array
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain
 from operator import methodcaller
-from typing import Mapping
 
 import numpy as np
 import pyarrow as pa
 
-from gpukit.io.string_coding import string_codes
 from gpukit.errors import InputFormatError, UsageTypeError, echo
+from gpukit.io.string_coding import string_codes
 
 _VALUES = methodcaller("values")
 
@@ -92,6 +92,9 @@ def flatten(mapping: Mapping, what: str, *, strict: bool, grades: bool = False) 
 
 def _strings(ids: list, what: str, kind: str, strict: bool) -> tuple[pa.Array, bool]:
     """(ids as a string array, whether they were all ``str`` already)."""
+    ascii_ids = _ascii_string_array(ids)
+    if ascii_ids is not None:
+        return ascii_ids, True
     try:
         return pa.array(ids, pa.string()), True
     except (pa.ArrowTypeError, pa.ArrowInvalid):
@@ -99,6 +102,27 @@ def _strings(ids: list, what: str, kind: str, strict: bool) -> tuple[pa.Array, b
             bad = next(i for i in ids if not isinstance(i, str))
             raise UsageTypeError(f"{what}: {kind} must be strings, got {type(bad).__name__} {bad!r}") from None
     return pa.array([str(i) for i in ids], pa.string()), False
+
+
+def _ascii_string_array(ids: list) -> pa.Array | None:
+    """``ids`` as a string array built from one joined buffer, or None when an id
+    is not a ``str``, not ASCII, or the bytes pass int32 offsets.
+
+    Three times faster than ``pa.array(ids)`` on millions of short ids, and it
+    does not make pyarrow import pandas (about 0.3 s on a first call). With
+    ASCII only, characters are bytes, so the offsets are the cumulated
+    ``len`` of the ids; the joined text's byte count checks that.
+    """
+    try:
+        data = "".join(ids).encode()
+    except TypeError:  # a non-str id: the general path reports or converts it
+        return None
+    lengths = np.fromiter(map(len, ids), np.int64, len(ids))
+    if len(data) != int(lengths.sum()) or len(data) >= 2**31:
+        return None
+    offsets = np.zeros(len(ids) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.StringArray.from_buffers(len(ids), pa.py_buffer(offsets), pa.py_buffer(data))
 
 
 def _numbers(values: list, what: str, strict: bool, grades: bool) -> np.ndarray:
