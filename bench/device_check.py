@@ -276,7 +276,7 @@ def stage_env(report: Report, device: torch.device, sizes: Sizes) -> None:
 def stage_cuda_tests(report: Report, device: torch.device, sizes: Sizes) -> None:
     if missing_modules(("pytest",)):
         raise Skip("pytest is not installed")
-    target = [os.path.join(REPO, "tests", "test_stats_cuda.py")] if report.dry_run else [os.path.join(REPO, "tests")]
+    target = [os.path.join(REPO, "tests", "stats", "test_stats_cuda.py")] if report.dry_run else [os.path.join(REPO, "tests")]
     command = [sys.executable, "-m", "pytest", "-q", "-m", "cuda", *target, "-p", "no:cacheprovider",
                "--continue-on-collection-errors", "-o", "addopts=-ra"]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
@@ -381,7 +381,7 @@ def stage_budgets(report: Report, device: torch.device, sizes: Sizes) -> None:
 
 def budget_from_topk(report: Report, device: torch.device, small: bool) -> None:
     """Run.from_topk reads all its checks back at once: 1 sync (CPU-proved
-    in tests/test_run_device_copies.py), counted here with the "warn" mode."""
+    in tests/data/test_run_device_copies.py), counted here with the "warn" mode."""
     import warnings
 
     import pyarrow as pa

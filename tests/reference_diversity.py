@@ -5,7 +5,7 @@ at a time, with lists and dicts: no torch, no numpy. These families read
 judgments per subtopic, not ordinary qrels, so the registry-wide reference
 test cannot drive them; their records are registered in :mod:`reference`
 with a value function that refuses to run there, and
-:func:`reference_diversity_evaluate` is driven by tests/test_diversity.py.
+:func:`reference_diversity_evaluate` is driven by tests/families/test_diversity.py.
 
 Definitions (per query):
 
@@ -50,7 +50,7 @@ DIVERSITY_FAMILIES = tuple(_PARAMS)
 
 
 def _elsewhere(m, grades, judgments):
-    raise AssertionError(f"{m.family} is not evaluated from ordinary qrels; see tests/test_diversity.py")
+    raise AssertionError(f"{m.family} is not evaluated from ordinary qrels; see tests/families/test_diversity.py")
 
 
 for _name, _params in _PARAMS.items():

@@ -5,10 +5,10 @@ form_res_rels_jg.c, m_map_avgjg.c, m_P_avgjg.c, m_Rprec_mult_avgjg.c), one
 query at a time, with lists, sets and dicts: no torch, no numpy.
 
 These families read preferences or several judgment groups, not ordinary
-qrels, so the registry-wide reference test (tests/test_registry.py) cannot
+qrels, so the registry-wide reference test (tests/families/test_registry.py) cannot
 drive them; their records are registered in :mod:`reference` with a value
 function that refuses to run there, and :func:`reference_prefs_evaluate` /
-:func:`reference_jg_evaluate` are driven by tests/test_prefs.py.
+:func:`reference_jg_evaluate` are driven by tests/families/test_prefs.py.
 
 Definitions (per query):
 
@@ -42,7 +42,7 @@ _SUM = (("trec_eval", "sum"),)
 
 
 def _elsewhere(m, grades, judgments):
-    raise AssertionError(f"{m.family} is not evaluated from ordinary qrels; see tests/test_prefs.py")
+    raise AssertionError(f"{m.family} is not evaluated from ordinary qrels; see tests/families/test_prefs.py")
 
 
 for _name in PREFS_FAMILIES:

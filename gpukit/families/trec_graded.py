@@ -260,7 +260,7 @@ RBP = register(Family(
     needs=_GRADED_NEEDS,
     describe=_describe_rbp,
     trec_name=lambda m: None if m.rel is not None else _gain_trec_name("rbp")(m),  # RBP(rel=): not trec_eval's
-    # Custom gains with p (RBP(p=0.9,gains={1:3})) are checked in tests/test_pytrec_eval_trec_graded.py.
+    # Custom gains with p (RBP(p=0.9,gains={1:3})) are checked in tests/families/test_pytrec_eval_trec_graded.py.
     examples=("RBP(p=0.9)", "RBP(p=0.5)", "RBP", "RBP(p=0.9,gain=exp)", "RBP(p=0)", "RBP(rel=1)", "RBP(p=0.99,rel=2)",
               "RBP(p=1,rel=1)"),
 ))

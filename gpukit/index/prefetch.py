@@ -33,7 +33,7 @@ rows (the caller's budget counts both device blocks).
 The stream, event and allocation operations go through a small backend
 (:class:`CudaCopies`, or :class:`HostCopies`: real synchronous copies with
 no streams, for the CPU), so the schedule is tested on the CPU with a
-backend that records every operation (``tests/test_prefetch.py``).
+backend that records every operation (``tests/index/test_prefetch.py``).
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ def translate_radix_keys(source: KeyPlan, target: KeyPlan, keys: np.ndarray) -> 
     its width, or a byte it has not seen at some position).
 
     The same values as ``plan_keys_of(target, plan_ids_of(source, keys))``
-    (tests/test_radix_translate.py compares them on random alphabets).
+    (tests/io/test_radix_translate.py compares them on random alphabets).
     """
     keys = np.asarray(keys, dtype=np.int64).view(np.uint64)
     width = max(source.width, target.width)
