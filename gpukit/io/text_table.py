@@ -221,6 +221,25 @@ def _cut_extra_fields(block: bytes, n_fields: int) -> bytes:
     return pattern.sub(rb"\1", block)
 
 
+#: Bytes counted per step by :func:`_control_bytes` (one small reused scratch mask).
+_COUNT_STEP = 1 << 20
+
+
+def _control_bytes(buf: bytearray, start: int, end: int) -> int:
+    """Bytes below 0x20 in ``buf[start:end]``, counted a MiB at a time into
+    one scratch mask: a mask of the whole block would be tens of MiB of
+    fresh pages for every block."""
+    data = np.frombuffer(buf, dtype=np.uint8, count=end - start, offset=start)
+    scratch = np.empty(min(_COUNT_STEP, len(data)), dtype=bool)
+    count = 0
+    for at in range(0, len(data), _COUNT_STEP):
+        piece = data[at : at + _COUNT_STEP]
+        mask = scratch[: len(piece)]
+        np.less(piece, 0x20, out=mask)
+        count += int(np.count_nonzero(mask))
+    return count
+
+
 def _has_bom(buf: bytearray, start: int, end: int) -> bool:
     """Whether ``buf[start:end]`` holds a UTF-8 byte order mark (memchr for its first byte)."""
     at = buf.find(b"\xef", start, end)
@@ -378,7 +397,7 @@ class _BlockParser:
         # the careful route.
         rows = table.num_rows
         expected = rows * (len(self.columns) if has_tab else 1) - (buf[end - 1] != 0x0A)
-        if int(np.count_nonzero(np.frombuffer(buf, dtype=np.uint8, count=end - start, offset=start) < 0x20)) != expected:
+        if _control_bytes(buf, start, end) != expected:
             return None
         strings = [c for c in table.columns if pa.types.is_string(c.type) or pa.types.is_binary(c.type)]
         if any(len(c) and pc.min(pc.binary_length(c)).as_py() == 0 for c in strings):

@@ -51,6 +51,15 @@ def ordered_prefix_at(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     return outer_scan_prefix_at(values, cutoffs)
 
 
+def ordered_prefix_at_(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+    """:func:`ordered_prefix_at` that may overwrite ``values`` (a temporary of
+    the caller's): on the CPU the running sum is taken in place, the same
+    sequential sums without a second (Q, K) table."""
+    if values.device.type == "cpu" and values.shape[1] > 0:
+        return prefix_at(values.cumsum_(1), cutoffs)
+    return ordered_prefix_at(values, cutoffs)
+
+
 def outer_scan_prefix_at(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     """The device path of :func:`ordered_prefix_at` (usable on any device).
 
