@@ -210,7 +210,7 @@ def report_of(ranking, parsed: Sequence[Measure], conv: Convention, run_name: st
         query_ids=ranking.query_ids,
         results=results,
         convention=conv,
-        queries_not_in_run=int((~ranking.in_run).sum()),
+        queries_not_in_run=ranking.in_run.numel() - int(ranking.in_run.sum()),
         run_queries_not_in_qrels=ranking.run_queries_not_in_qrels,
         device=str(device),
     )
