@@ -18,6 +18,7 @@ from gpukit.conventions import Convention, get_convention
 from gpukit.data.run import Run
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import MeasureError, UsageError, UsageTypeError
+from gpukit.families.spec import FORMS_RUNNING_HITS
 from gpukit.judgments import KINDS, check_kind
 from gpukit.measures import Measure, MeasureLike, parse_measures
 from gpukit.ranking import RankedJudgments, RankingParts, form_ranking_parts
@@ -54,7 +55,9 @@ def compute_measures(ranking: RankedJudgments | RankingParts, measures: Sequence
     for m in measures:
         groups[(m.spec.kernel, m.rel, m.gain, m.params)].append(m)
     out: dict[Measure, tuple[torch.Tensor, torch.Tensor]] = {}
-    for members in groups.values():
+    # Kernels that form a shared table (the running hits) first, so that the
+    # measures reading it find it formed; the order changes no value.
+    for members in sorted(groups.values(), key=lambda ms: not ms[0].spec.extra.get(FORMS_RUNNING_HITS, False)):
         cutoffs = list(dict.fromkeys(m.cutoff for m in members))  # distinct, in order
         values, defined = members[0].spec.kernel(ranking, members[0], cutoffs)
         for m in members:
@@ -207,7 +210,7 @@ def report_of(ranking, parsed: Sequence[Measure], conv: Convention, run_name: st
         query_ids=ranking.query_ids,
         results=results,
         convention=conv,
-        queries_not_in_run=int((~ranking.in_run).sum()),
+        queries_not_in_run=ranking.in_run.numel() - int(ranking.in_run.sum()),
         run_queries_not_in_qrels=ranking.run_queries_not_in_qrels,
         device=str(device),
     )

@@ -13,23 +13,17 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-import pyarrow as pa
 import torch
 
 from gpukit.data.row_ranking import ranking_permutation, row_slices, unranked_rows
 from gpukit.data.run import Run
 from gpukit.errors import UsageError
-from gpukit.ideal_grades import (
-    NOT_JUDGED,
-    _ideal_classes,
-    _ideal_grades,
-    _per_topic_table,
-)
-from gpukit.io.arrow_numpy import arrow_indices, string_chunks
-from gpukit.io.byte_keys import byte_order_keys, key_width
-from gpukit.io.doc_space import Vocabulary, sorted_distinct, translate_keys
+from gpukit.grade_join import _AnnotatedJoin, _GradeJoin, _row_lengths
+from gpukit.ideal_grades import NOT_JUDGED, _ideal_classes, _ideal_grades  # noqa: F401 (NOT_JUDGED: imported from here)
+from gpukit.io.arrow_numpy import arrow_indices
 from gpukit.io.string_coding import lookup_codes
 from gpukit.judgments.qrels import Qrels
+from gpukit.metrics.binary import running_hits
 
 #: Largest max_depth an int64 tensor comparison can hold.
 INT64_MAX = 2**63 - 1
@@ -83,7 +77,11 @@ class RankedJudgments:
 
     def running_hits(self, rel: int) -> torch.Tensor:
         """(T, K) int32: relevant documents at ranks 1..i, shared by P, R, AP, Rprec."""
-        return self._cached(("running_hits", rel), lambda: self.relevant(rel).cumsum(1, dtype=torch.int32))
+        return self._cached(("running_hits", rel), lambda: running_hits(self.relevant(rel)))
+
+    def has_running_hits(self, rel: int) -> bool:
+        """Whether :meth:`running_hits` at ``rel`` is formed already."""
+        return ("running_hits", rel) in self._memo
 
     def num_relevant(self, rel: int) -> torch.Tensor:
         """(T,) number of judged documents with grade >= ``rel`` (retrieved or not)."""
@@ -315,13 +313,18 @@ def _rank_rows(
     single = len(slices) == 1
     if not single:
         grades = torch.empty((n, width), dtype=torch.int32, device=device)
-        num_ret = torch.empty(n, dtype=torch.int64, device=device)
     # Run rows are stored in ranking order for their own score precision;
     # comparing in a narrower one (float32) can create ties, and only rows
     # that are then out of order are re-sorted. ``scores_of_rows`` is given
     # (a getter: reading may copy them to the device) only in that case.
     all_scores = None if scores_of_rows is None else scores_of_rows()
-    # Slices of rows bound the temporaries (sort values and int64 indices).
+    # Slices of rows bound the temporaries (sort values and int64 indices);
+    # the join's work tensors are allocated once and reused by every slice.
+    scratch: dict[str, torch.Tensor] = {}
+    # Every run row in order: its lengths are counted once, not slice by slice.
+    lengths = _row_lengths(codes_of_rows) if take is None else None
+    if not single:
+        num_ret = lengths if lengths is not None else torch.empty(n, dtype=torch.int64, device=device)
     for rows in slices:
         scores = None
         if take is None:
@@ -335,8 +338,10 @@ def _rank_rows(
             codes = codes_of_rows.index_select(0, safe).masked_fill(wanted[:, None] < 0, -1)
             if all_scores is not None:
                 scores = all_scores.index_select(0, safe).to(score_dtype)
-        joined = join(codes, rows if positions is None else positions[rows])
-        counts = (codes >= 0).sum(1)
+        # Written straight into its rows of the output when no column is cut.
+        out = None if single or width != codes.shape[1] else grades[rows]
+        joined = join(codes, rows if positions is None else positions[rows], scratch, out)
+        counts = _row_lengths(codes, scratch) if lengths is None else lengths[rows]
         if scores is not None:
             bad = unranked_rows(codes, scores)
             if bad.numel():
@@ -345,151 +350,11 @@ def _rank_rows(
             grades = joined if joined.shape[1] == width else joined[:, :width].contiguous()
             num_ret = counts
         else:
-            num_ret[rows] = counts
-            grades[rows] = joined[:, :width]
-        del codes, scores, joined
+            if lengths is None:
+                num_ret[rows] = counts
+            if out is None:
+                grades[rows] = joined[:, :width]
+        del codes, scores, joined, out
     if max_depth is not None:
         num_ret.clamp_(max=max_depth)
     return grades, num_ret
-
-
-class _GradeJoin:
-    """Grades of ranked documents, a slice of topic rows at a time.
-
-    Ranked and judged documents are first expressed in one key space. With
-    a vocabulary run (or packed ids on both sides) that is the qrels' own
-    space: the run's vocabulary is looked up in the qrels' (-1: never
-    judged), and the tables below depend on the qrels and the topics only,
-    so they are built once per Qrels (``Qrels.derived``) and reused by every
-    run. Otherwise (a packed run against a vocabulary qrels) the qrels docs
-    are expressed as the run's packed keys. Then each topic row searches its
-    own judged keys in a padded (T, J) table (short, cache-resident binary
-    searches), or, when one topic has too many judgments for such a table,
-    all (topic, judged doc) pairs at once.
-    """
-
-    def __init__(self, qrels: Qrels, run: Run, topics: np.ndarray, device: torch.device):
-        self.device = device
-        self.topics = torch.from_numpy(topics).to(device)
-        # (V,) qrels key of each run vocabulary key, when codes are joined in the qrels' space.
-        self.to_qrels_space: torch.Tensor | None = None
-        if isinstance(run.doc_space, Vocabulary) or run.doc_space == qrels.doc_space:
-            if isinstance(run.doc_space, Vocabulary):
-                mapped = _keys_in_qrels_space(qrels, run.doc_space.ids)
-                # One spare -1 so that an empty vocabulary still indexes (its codes are all padding).
-                self.to_qrels_space = torch.from_numpy(np.append(mapped, -1)).to(device)
-            structures = qrels.derived(
-                ("join", str(device), topics.tobytes()),
-                lambda: _join_structures(qrels.query_codes, qrels.doc_codes, qrels.grades, topics, qrels.doc_space.bound, device),
-            )
-        else:
-            # The judged docs in the run's key space: built once per space (runs
-            # of one collection usually share it: same bytes at each position).
-            structures = qrels.derived(
-                ("join", str(device), topics.tobytes(), run.doc_space),
-                lambda: _translated_join_structures(qrels, run.doc_space, topics, device),
-            )
-        self.table, self.pairs = structures
-
-    def __call__(self, codes: torch.Tensor, rows: slice) -> torch.Tensor:
-        """(R, K) int32 grades of ``codes`` (topic rows ``rows``); NOT_JUDGED when absent."""
-        if self.to_qrels_space is not None:
-            codes = self.to_qrels_space[codes.clamp(min=0)].masked_fill_(codes < 0, -1)
-        return self._grades(codes, rows)
-
-    def _grades(self, codes: torch.Tensor, rows: slice) -> torch.Tensor:
-        """Grades of ``codes`` given in the key space of the tables."""
-        if self.table is not None:
-            sorted_codes, sorted_grades = self.table[0][rows], self.table[1][rows]
-            pos = torch.searchsorted(sorted_codes, codes)
-            pos.clamp_(max=sorted_codes.shape[1] - 1)
-            missing = sorted_codes.gather(1, pos) != codes  # padding (-1) never matches
-            return sorted_grades.gather(1, pos).masked_fill_(missing, NOT_JUDGED)
-        if self.pairs is not None:
-            distinct, pair_keys, grades = self.pairs
-            dense = torch.searchsorted(distinct, codes).clamp_(max=distinct.numel() - 1)
-            judged_doc = (distinct[dense] == codes) & (codes >= 0)
-            run_keys = self.topics[rows, None] * distinct.numel() + dense  # topics hold qrels query codes
-            pos = torch.searchsorted(pair_keys, run_keys).clamp_(max=pair_keys.numel() - 1)
-            found = judged_doc & (pair_keys[pos] == run_keys)
-            return torch.where(found, grades[pos], torch.full_like(pos, NOT_JUDGED, dtype=torch.int32))
-        return torch.full(codes.shape, NOT_JUDGED, dtype=torch.int32, device=codes.device)
-
-
-class _AnnotatedJoin(_GradeJoin):
-    """Grade 0 where the ranked document is judged for any query of the qrels
-    (whatever its grade), ``NOT_JUDGED`` elsewhere: membership in the sorted
-    distinct judged doc keys, in the key space ``_GradeJoin`` maps codes to."""
-
-    def __init__(self, qrels: Qrels, run: Run, topics: np.ndarray, device: torch.device):
-        super().__init__(qrels, run, topics, device)
-        same_space = isinstance(run.doc_space, Vocabulary) or run.doc_space == qrels.doc_space
-        keys = qrels.doc_codes if same_space else translate_keys(qrels.doc_codes, qrels.doc_space, run.doc_space)
-        self.keys = torch.from_numpy(sorted_distinct(keys[keys >= 0])).to(device)
-
-    def _grades(self, codes: torch.Tensor, rows: slice) -> torch.Tensor:
-        if self.keys.numel() == 0:
-            return torch.full(codes.shape, NOT_JUDGED, dtype=torch.int32, device=codes.device)
-        pos = torch.searchsorted(self.keys, codes).clamp_(max=self.keys.numel() - 1)
-        found = (self.keys[pos] == codes) & (codes >= 0)
-        return torch.where(found, 0, NOT_JUDGED).to(torch.int32)
-
-
-def _join_structures(
-    kept_q: np.ndarray, kept_keys: np.ndarray, kept_grades: np.ndarray, topics: np.ndarray, pad: int, device: torch.device
-) -> tuple[tuple[torch.Tensor, torch.Tensor] | None, tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None]:
-    """(table, pairs) of judged (query code, doc key, grade) rows for ``_GradeJoin``: one is set, or neither
-    when nothing is judged. Keys ascend within a query; ``pad`` is above every key."""
-    if not len(kept_keys):
-        return None, None
-    table = _per_topic_table(kept_q, kept_keys, kept_grades, topics, pad)
-    if table is not None:
-        return (torch.from_numpy(table[0]).to(device), torch.from_numpy(table[1]).to(device)), None
-    # Pairs: judged docs renumbered densely (their keys may use all 63 bits),
-    # so that (topic, doc) fits one sortable int64.
-    distinct = sorted_distinct(kept_keys)
-    pair_keys = kept_q * len(distinct) + np.searchsorted(distinct, kept_keys)
-    order = np.argsort(pair_keys, kind="stable")
-    pairs = (
-        torch.from_numpy(distinct).to(device),
-        torch.from_numpy(pair_keys[order]).to(device),
-        torch.from_numpy(kept_grades[order]).to(device=device, dtype=torch.int32),
-    )
-    return None, pairs
-
-
-def _translated_join_structures(qrels: Qrels, space, topics: np.ndarray, device: torch.device):
-    """:func:`_join_structures` of the judgments with their docs expressed in
-    ``space`` (a run's); docs ``space`` cannot hold are dropped (no run of it ranks them)."""
-    judged_keys = translate_keys(qrels.doc_codes, qrels.doc_space, space)
-    keep = judged_keys >= 0
-    # Keys keep the ids' byte order, so they stay sorted within a query like the qrels' codes.
-    return _join_structures(qrels.query_codes[keep], judged_keys[keep], qrels.grades[keep], topics, space.bound, device)
-
-
-def _keys_in_qrels_space(qrels: Qrels, ids: pa.Array) -> np.ndarray:
-    """int64 key of each of ``ids`` in the qrels' doc space; -1 where none (never judged).
-
-    Against a vocabulary this is a binary search of fixed-width byte keys;
-    the qrels side of it (its vocabulary's keys) is built once per Qrels.
-    """
-    space = qrels.doc_space
-    if not isinstance(space, Vocabulary):
-        return space.keys_of(ids)
-    qrels_width = qrels.derived(("key_width",), lambda: key_width(string_chunks(space.ids)))
-    run_width = key_width(string_chunks(ids))
-    if qrels_width is None or run_width is None:
-        return space.keys_of(ids)
-    width = max(qrels_width, run_width)
-    judged = qrels.derived(("vocabulary_keys", width), lambda: byte_order_keys(space.ids, width))
-    out = np.full(len(ids), -1, dtype=np.int64)
-    if len(ids) == 0 or len(judged) == 0:
-        return out
-    wanted = byte_order_keys(ids, width)
-    pos = np.searchsorted(judged, wanted)
-    np.minimum(pos, len(judged) - 1, out=pos)
-    hit = judged[pos] == wanted
-    out[hit] = pos[hit]
-    return out
-
-

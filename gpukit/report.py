@@ -267,7 +267,7 @@ def _row_totals(values: torch.Tensor, mask: torch.Tensor, aggregates: list[str])
         logs = values.clamp(min=MIN_GEO_MEAN).log()
         geo = torch.tensor([a == "gmean" for a in aggregates])[:, None]  # host tensors: no device copy
         values = torch.where(geo, logs, values)
-    kept = values.masked_fill(~mask, 0.0)
+    kept = torch.where(mask, values, 0.0)
     return [float(row.sum()) for row in kept], mask.sum(1).tolist()
 
 

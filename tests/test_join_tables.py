@@ -11,8 +11,7 @@ import pytest
 import torch
 
 import gpukit
-from gpukit import ranking
-
+from gpukit import grade_join, ranking
 
 #: Grades of the random qrels: a few small ones (the ideal table is built by
 #: counting) or some of 2**16 and above too (by sorting).
@@ -42,7 +41,7 @@ def test_join_table_and_ideal_grades_match_plain_python(seed, grades):
         if q in by_topic:
             by_topic[q].append((key, grade))
     pad = 2**63 - 1
-    table = ranking._per_topic_table(qrels.query_codes, qrels.doc_codes, qrels.grades, topics, pad)
+    table = grade_join._per_topic_table(qrels.query_codes, qrels.doc_codes, qrels.grades, topics, pad)
     assert table is not None
     width = max(1, max(len(v) for v in by_topic.values()))
     for row, t in enumerate(topics.tolist()):

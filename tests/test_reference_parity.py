@@ -134,7 +134,7 @@ def test_vocabulary_keys_match_reference(data, options, float32):
     key = (lambda s: float(np.float32(s))) if float32 else float
     expected = reference_evaluate(qrels, run, MEASURES, score_key=key, **options)
     extra = {"score_dtype": torch.float32} if float32 else {}
-    with mock.patch.object(doc_space, "pack_ids", lambda column: None):
+    with mock.patch.object(doc_space, "pack_ids", lambda column, *_: None):
         with mock.patch.object(doc_space, "radix_keys", lambda column: None):
             built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
         assert isinstance(built.doc_space, Vocabulary) and isinstance(judged.doc_space, Vocabulary)

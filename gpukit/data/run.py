@@ -41,6 +41,7 @@ from gpukit.data.run_layout import (
     _grouped_layout,
     _padded_layout,
     _scores_on_codes_device,
+    host_empty,
     lopsided,
 )
 from gpukit.device import DeviceLike, resolve_device
@@ -160,7 +161,7 @@ class Run:
         chunks = score_column.chunks if isinstance(score_column, pa.ChunkedArray) else [score_column]
         scores = [ParsedScores(chunks, source, table.line_of)]
         del score_column, chunks
-        d_codes, d_space = doc_keys(table.columns.pop("doc_id"), radix=True)
+        d_codes, d_space = doc_keys(table.columns.pop("doc_id"), radix=True, empty=host_empty)
         run_name = name if name is not None else os.path.basename(source)
         flat_docs = [d_codes]
         del d_codes  # _from_flat frees the flat keys and scores once they are laid out

@@ -12,24 +12,32 @@ from gpukit import metrics
 from gpukit.families.common import TREC_CUTOFFS, always, describe_binary, needs_relevant, trec_names
 from gpukit.families.params import REL
 from gpukit.families.registry import register
-from gpukit.families.spec import Alias, Family, TrecSyntax
+from gpukit.families.spec import FORMS_RUNNING_HITS, Alias, Family, TrecSyntax
 from gpukit.ideal_grades import NOT_JUDGED
 
 _R_RULE = "R > 0 (the query has a relevant judged document)"
 
 
+def _shared_hits(r, m):
+    """The ranking's running hits at ``m.rel`` if a measure formed them already
+    (AP and Rprec always do, and are computed first: see ``FORMS_RUNNING_HITS``),
+    else None and the kernel counts only the columns its cutoffs reach.
+    Counts are exact either way, so the values do not depend on which is used."""
+    return r.running_hits(m.rel) if r.has_running_hits(m.rel) else None
+
+
 def _precision(r, m, cuts):
-    v = metrics.precision(r.relevant(m.rel), cuts)
+    v = metrics.precision(r.relevant(m.rel), cuts, _shared_hits(r, m))
     return v, always(v)
 
 
 def _recall(r, m, cuts):
-    v = metrics.recall(r.relevant(m.rel), r.num_relevant(m.rel), cuts)
+    v = metrics.recall(r.relevant(m.rel), r.num_relevant(m.rel), cuts, _shared_hits(r, m))
     return v, needs_relevant(r, m, v)
 
 
 def _success(r, m, cuts):
-    v = metrics.success(r.relevant(m.rel), cuts)
+    v = metrics.success(r.relevant(m.rel), cuts, _shared_hits(r, m))
     return v, always(v)
 
 
@@ -39,12 +47,13 @@ def _rr(r, m, cuts):
 
 
 def _ap(r, m, cuts):
-    v = metrics.average_precision(r.relevant(m.rel), r.num_relevant(m.rel), cuts)
+    v = metrics.average_precision(r.relevant(m.rel), r.num_relevant(m.rel), cuts, r.running_hits(m.rel))
     return v, needs_relevant(r, m, v)
 
 
 def _rprec(r, m, cuts):
-    v = metrics.r_precision(r.relevant(m.rel), r.num_relevant(m.rel))
+    # R may be any depth: the running hits answer every topic with one gather.
+    v = metrics.r_precision(r.relevant(m.rel), r.num_relevant(m.rel), r.running_hits(m.rel))
     return v, needs_relevant(r, m, v)
 
 
@@ -103,6 +112,7 @@ Rprec = register(Family(
     describe=describe_binary,
     trec_name=trec_names(uncut="Rprec"),
     examples=("Rprec", "Rprec(rel=2)"),
+    extra={FORMS_RUNNING_HITS: True},
 ))
 
 RR = register(Family(
@@ -153,6 +163,7 @@ AP = register(Family(
     describe=describe_binary,
     trec_name=trec_names(cut="map_cut", uncut="map"),
     examples=("AP", "AP@3", "AP(rel=2)"),
+    extra={FORMS_RUNNING_HITS: True},
 ))
 
 Bpref = register(Family(

@@ -15,8 +15,8 @@ DISCOUNT = "1 / log2(rank + 1)"
 
 
 def always(values: torch.Tensor) -> torch.Tensor:
-    """Every query defined."""
-    return torch.ones_like(values, dtype=torch.bool)
+    """Every query defined: a broadcast view of one True (no (Q, C) fill)."""
+    return torch.ones((1,) * values.dim(), dtype=torch.bool, device=values.device).expand_as(values)
 
 
 def needs_relevant(r: "RankedJudgments", m: "Measure", values: torch.Tensor) -> torch.Tensor:

@@ -10,7 +10,9 @@ from gpukit.metrics.cutoffs import truncate
 
 
 def _ndcg(r, m, cuts):
-    ideal = metrics.ideal_gains(r.ideal, m.gain)
+    # Linear and exponential gains keep the ideal grades' order, so only the
+    # columns the cutoffs reach are needed; a custom gain re-sorts whole rows.
+    ideal = metrics.ideal_gains(r.ideal if isinstance(m.gain, tuple) else truncate(r.ideal, cuts), m.gain)
     v, idcg = metrics.ndcg(metrics.gains(truncate(r.grades, cuts), m.gain), ideal, cuts)
     return v, idcg > 0
 

@@ -123,6 +123,13 @@ class TrecSyntax:
     groups: tuple[str, ...] = ()
 
 
+#: ``Family.extra`` key: the kernel forms the ranking's running hits
+#: (``RankedJudgments.running_hits``), which P, R and Success then read
+#: instead of counting; ``compute_measures`` runs such families first (the
+#: order changes no value).
+FORMS_RUNNING_HITS = "forms_running_hits"
+
+
 @dataclass(frozen=True)
 class Family:
     """Everything about one measure family. See the module docstring."""

@@ -25,6 +25,7 @@ Key -1 is reserved for "no document" (padding) in every space.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,8 +158,9 @@ class RadixIds:
 DocSpace = Vocabulary | PackedIds | RadixIds
 
 
-def pack_ids(column: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
-    """int64 packed keys of a string column, or None when some id cannot be packed."""
+def pack_ids(column: pa.Array | pa.ChunkedArray, empty: Callable[[int, type], np.ndarray] = np.empty) -> np.ndarray | None:
+    """int64 packed keys of a string column, or None when some id cannot be packed.
+    ``empty(n, dtype)`` allocates the keys (a caller may hand its own host allocator)."""
     chunks = string_chunks(column)
     if not chunks:
         return None
@@ -166,7 +168,7 @@ def pack_ids(column: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     if width is None or width > 8:
         return None
     rows = ByteRows(chunks, 8)
-    out = np.empty(sum(len(c) for c in chunks), dtype=np.uint64)
+    out = empty(sum(len(c) for c in chunks), np.uint64)
 
     def fill(i: int) -> bool:
         words = rows.slice_words(i)[:, 0]
@@ -181,14 +183,15 @@ def pack_ids(column: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     return out.view(np.int64)
 
 
-def doc_keys(column: pa.Array | pa.ChunkedArray, radix: bool = False) -> tuple[np.ndarray, DocSpace]:
+def doc_keys(column: pa.Array | pa.ChunkedArray, radix: bool = False,
+             empty: Callable[[int, type], np.ndarray] = np.empty) -> tuple[np.ndarray, DocSpace]:
     """Doc keys of a string column: packed ids when every id allows it, else
     (with ``radix``) radix keys when they fit, else codes into a sorted vocabulary.
 
     Runs ask for radix keys (no sort of their ids); qrels keep a vocabulary,
-    whose dense codes their tables are built on.
+    whose dense codes their tables are built on. ``empty`` allocates packed keys.
     """
-    packed = pack_ids(column)
+    packed = pack_ids(column, empty)
     if packed is not None:
         return packed, PackedIds()
     if radix:

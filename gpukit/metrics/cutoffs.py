@@ -17,7 +17,8 @@ def prefix_at(cumulative: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
 
     ``cumulative[:, i]`` holds the sum over ranks 1..i+1. A cutoff beyond the
     row's width (or ``None``) reads the last column: ranks past the end of a
-    ranking add nothing. Returns (Q, len(cutoffs)), a new tensor.
+    ranking add nothing. Returns (Q, len(cutoffs)): for one cutoff a view of
+    that column (no copy), else a new tensor.
 
     The columns are stacked from views: one kernel and no index tensor
     built from host data (a host-to-device copy on every call, which a CUDA
@@ -28,7 +29,10 @@ def prefix_at(cumulative: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
         return cumulative.new_zeros((q, len(cutoffs)))
     if not cutoffs:
         return cumulative.new_empty((q, 0))
-    return torch.stack([cumulative[:, c] for c in _columns(width, cutoffs)], dim=1)
+    columns = _columns(width, cutoffs)
+    if len(columns) == 1:
+        return cumulative[:, columns[0] : columns[0] + 1]
+    return torch.stack([cumulative[:, c] for c in columns], dim=1)
 
 
 def ordered_prefix_at(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
@@ -49,6 +53,15 @@ def ordered_prefix_at(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     if values.device.type == "cpu":
         return prefix_at(values.cumsum(1), cutoffs)
     return outer_scan_prefix_at(values, cutoffs)
+
+
+def ordered_prefix_at_(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
+    """:func:`ordered_prefix_at` that may overwrite ``values`` (a temporary of
+    the caller's): on the CPU the running sum is taken in place, the same
+    sequential sums without a second (Q, K) table."""
+    if values.device.type == "cpu" and values.shape[1] > 0:
+        return prefix_at(values.cumsum_(1), cutoffs)
+    return ordered_prefix_at(values, cutoffs)
 
 
 def outer_scan_prefix_at(values: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:

@@ -120,11 +120,11 @@ def test_hole_in_every_doc_key_join_matches_the_reference(layout, seed):
         qrels["q0"]["a_very_long_document_id"] = 0  # > 8 bytes: the qrels keep radix keys or a vocabulary
     expected = reference_evaluate(qrels, run, NAMES, convention="gpukit", max_depth=None)
     if layout == "vocabulary":
-        with mock.patch.object(doc_space, "pack_ids", lambda column: None), mock.patch.object(doc_space, "radix_keys", lambda column: None):
+        with mock.patch.object(doc_space, "pack_ids", lambda column, *_: None), mock.patch.object(doc_space, "radix_keys", lambda column: None):
             built, judged = gpukit.Run.from_dict(run), gpukit.Qrels.from_dict(qrels)
         assert isinstance(built.doc_space, doc_space.Vocabulary)
     elif layout == "radix run, vocabulary qrels":
-        with mock.patch.object(doc_space, "pack_ids", lambda column: None):
+        with mock.patch.object(doc_space, "pack_ids", lambda column, *_: None):
             built = gpukit.Run.from_dict(run)
             with mock.patch.object(doc_space, "radix_keys", lambda column: None):
                 judged = gpukit.Qrels.from_dict(qrels)
