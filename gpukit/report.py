@@ -137,6 +137,19 @@ class ResultSet:
     def to_json(self, per_query: bool = False) -> str:
         return json.dumps(self.to_dict(per_query), indent=2, allow_nan=False)
 
+    def to_markdown(self, per_query: bool = False, digits: int = 4) -> str:
+        """A GFM pipe table (run, then a column per measure) and the conventions;
+        ``per_query`` adds a table of per-query values. See :mod:`gpukit.report_markup`."""
+        from gpukit.report_markup import reports_markdown
+
+        return reports_markdown([self], per_query, digits)
+
+    def to_latex(self, per_query: bool = False, digits: int = 4) -> str:
+        """:meth:`to_markdown`'s tables as booktabs ``tabular`` environments, names escaped."""
+        from gpukit.report_markup import reports_latex
+
+        return reports_latex([self], per_query, digits)
+
     def __float__(self) -> float:
         rows = self.summaries()
         if len(rows) != 1:

@@ -18,17 +18,26 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
 
 from gpukit.device import DeviceLike, resolve_device
-from gpukit.stats._common import StatsError, as_float64, check_resamples, check_seed, t_statistic
+from gpukit.markup import latex_escape, latex_tabular, markdown_table, number, p_value
+from gpukit.stats._common import StatsError, check_resamples, check_seed, t_statistic
+from gpukit.stats._scores import (
+    common_queries,
+    evaluate_runs,
+    name_runs,
+    shared_measures,
+)
 from gpukit.stats.corrections import adjust
 from gpukit.stats.parametric import paired_t_test, wilcoxon_signed_rank
 from gpukit.stats.resampling import paired_bootstrap, paired_randomization_test
 from gpukit.stats.risk import risk_reward
+from gpukit.stats.winners import WinnersLosers, winners_losers
 
 TESTS = ("randomization", "t-test", "bootstrap", "wilcoxon")
 
@@ -183,86 +192,74 @@ class ComparisonTable:
         frame.attrs.update(self.settings.describe())
         return frame
 
-    def to_text(self) -> str:
-        """Aligned plain-text table, one line per (measure, system), with a legend."""
-        conf = self.settings
-        ci = f"{round(conf.confidence * 100):d}% CI"
+    def _cells(self) -> tuple[list[str], list[list[str]]]:
+        """Header and body of the text and markdown tables."""
+        ci = f"{round(self.settings.confidence * 100):d}% CI"
         header = ["measure", "system", "mean", "diff", ci, "p", "p(raw)", "d_z", "W/T/L", "URisk", "TRisk"]
         body = []
         for r in self.rows:
             if r.is_baseline:
-                body.append([r.measure, r.system, _num(r.mean), "(baseline)", "", "", "", "", "", "", ""])
+                body.append([r.measure, r.system, number(r.mean), "(baseline)", "", "", "", "", "", "", ""])
                 continue
             body.append([
-                r.measure, r.system, _num(r.mean), _num(r.difference, signed=True),
-                f"[{_num(r.ci_low, signed=True)}, {_num(r.ci_high, signed=True)}]",
-                _p(r.p_value) + r.marker, _p(r.p_value_raw), _num(r.effect_size, 2),
-                f"{r.wins}/{r.ties}/{r.losses}", _num(r.urisk, signed=True), _num(r.trisk, 2),
+                r.measure, r.system, number(r.mean), number(r.difference, signed=True),
+                f"[{number(r.ci_low, signed=True)}, {number(r.ci_high, signed=True)}]",
+                p_value(r.p_value) + r.marker, p_value(r.p_value_raw), number(r.effect_size, 2),
+                f"{r.wins}/{r.ties}/{r.losses}", number(r.urisk, signed=True), number(r.trisk, 2),
             ])
+        return header, body
+
+    def _legend(self) -> list[str]:
+        conf = self.settings
+        counts = ", ".join(f"{m}: {len(self.query_ids.get(m, []))}" for m in self.measures)
+        return [
+            (f"* corrected p <= {conf.alpha}. d_z: mean difference / sd of differences. "
+             f"W/T/L: queries better/tied/worse than the baseline (|diff| <= 1e-12 ties). "
+             f"URisk/TRisk with alpha = {conf.risk_alpha:g}."),
+            f"queries per measure: {counts}",
+        ]
+
+    def to_text(self) -> str:
+        """Aligned plain-text table, one line per (measure, system), with a legend."""
+        header, body = self._cells()
         widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
         lines = [self.settings.title()]
         for row in [header] + body:
             cells = (c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
             lines.append("  ".join(cells).rstrip())
-        lines.append(
-            f"* corrected p <= {conf.alpha}. d_z: mean difference / sd of differences. "
-            f"W/T/L: queries better/tied/worse than the baseline (|diff| <= 1e-12 ties). "
-            f"URisk/TRisk with alpha = {conf.risk_alpha:g}."
-        )
-        counts = ", ".join(f"{m}: {len(self.query_ids.get(m, []))}" for m in self.measures)
-        lines.append(f"queries per measure: {counts}")
-        return "\n".join(lines)
+        return "\n".join(lines + self._legend())
+
+    def to_markdown(self) -> str:
+        """The :meth:`to_text` table as a GFM pipe table, the settings and legend below it."""
+        header, body = self._cells()
+        table = markdown_table(header, body, "ll" + "r" * (len(header) - 2))
+        return "\n\n".join([table, self.settings.title() + ".", *self._legend()])
 
     def to_latex(self) -> str:
         """A booktabs ``tabular``: systems x measures, mean with a significance marker."""
-        cols = "l" + "r" * len(self.measures)
-        lines = [
-            f"% {self.settings.title()}",
-            f"% $^{{*}}$: corrected p <= {self.settings.alpha} against the baseline",
-            f"\\begin{{tabular}}{{{cols}}}",
-            "\\toprule",
-            "System & " + " & ".join(_latex_escape(m) for m in self.measures) + " \\\\",
-            "\\midrule",
-        ]
+        header = ["System"] + [latex_escape(m) for m in self.measures]
+        body = []
         for system in self.systems:
-            name = _latex_escape(system) + (" (baseline)" if system == self.baseline else "")
-            cells = []
-            for m in self.measures:
-                r = self.row(system, m)
-                cells.append(f"{r.mean:.4f}" + ("$^{*}$" if r.significant else ""))
-            lines.append(name + " & " + " & ".join(cells) + " \\\\")
-        lines += ["\\bottomrule", "\\end{tabular}"]
-        return "\n".join(lines)
+            name = latex_escape(system) + (" (baseline)" if system == self.baseline else "")
+            cells = [f"{r.mean:.4f}" + ("$^{*}$" if r.significant else "")
+                     for r in (self.row(system, m) for m in self.measures)]
+            body.append([name, *cells])
+        comments = [self.settings.title(), f"$^{{*}}$: corrected p <= {self.settings.alpha} against the baseline"]
+        return latex_tabular(header, body, "l" + "r" * len(self.measures), comments)
+
+    def winners_losers(self, n: int = 5) -> WinnersLosers:
+        """Per system and measure: wins/ties/losses and the ``n`` largest per-query
+        gains and losses against the baseline (:func:`gpukit.stats.winners.winners_losers`)."""
+        return winners_losers(self, n)
 
     def __str__(self) -> str:
         return self.to_text()
+
 
 def _json_value(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return v
-
-
-def _num(v: float | None, digits: int = 4, signed: bool = False) -> str:
-    if v is None:
-        return ""
-    if not math.isfinite(v):
-        return str(v)
-    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
-
-
-def _p(v: float | None) -> str:
-    if v is None:
-        return ""
-    return f"{v:.1e}" if 0 < v < 1e-4 else f"{v:.4f}"
-
-
-_LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
-
-
-def _latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
 
 
 def _raw_p_values(settings: ComparisonSettings, others: torch.Tensor, base: torch.Tensor, boot_p: torch.Tensor,
@@ -304,10 +301,7 @@ def compare_per_query(
     baseline = systems[0] if settings.baseline is None else settings.baseline
     if baseline not in scores:
         raise StatsError(f"baseline {baseline!r} is not among the systems: {', '.join(systems)}")
-    measures = list(scores[baseline])
-    for s in systems:
-        if list(scores[s]) != measures:
-            raise StatsError(f"system {s!r} has measures {list(scores[s])}, baseline has {measures}")
+    measures = shared_measures(scores, baseline)
     first = scores[baseline][measures[0]] if measures else None
     dev = resolve_device(device, first.device if isinstance(first, torch.Tensor) else None)
     others = [s for s in systems if s != baseline]
@@ -316,13 +310,7 @@ def compare_per_query(
     all_ids: dict[str, list[str]] = {}
     differences: dict[tuple[str, str], torch.Tensor] = {}
     for m in measures:
-        matrix = torch.stack([as_float64(scores[s][m]).cpu() for s in order])
-        ids = list(query_ids) if query_ids is not None else [str(i) for i in range(matrix.shape[1])]
-        if len(ids) != matrix.shape[1]:
-            raise StatsError(f"{m}: {matrix.shape[1]} scores per system but {len(ids)} query ids")
-        evaluated = _common_mask(matrix, order, m)
-        all_ids[m] = [q for q, keep in zip(ids, evaluated.tolist()) if keep]
-        values = matrix[:, evaluated]
+        values, all_ids[m] = common_queries(scores, order, m, query_ids)
         rows += _measure_rows(m, order, values, settings, dev, chunk_size)
         differences.update({(s, m): values[i + 1] - values[0] for i, s in enumerate(others)})
     return ComparisonTable(
@@ -355,18 +343,6 @@ def _measure_rows(measure: str, systems: list[str], values: torch.Tensor, settin
             urisk=float(risk.urisk[i]), trisk=float(risk.trisk[i]),
         ))
     return rows
-
-
-def _common_mask(matrix: torch.Tensor, systems: list[str], measure: str) -> torch.Tensor:
-    """Queries evaluated (non-NaN) for ``measure``; must agree across systems."""
-    evaluated = ~torch.isnan(matrix)
-    for i in range(1, len(systems)):
-        if not torch.equal(evaluated[i], evaluated[0]):
-            raise StatsError(
-                f"{measure}: systems {systems[0]!r} and {systems[i]!r} were evaluated on different "
-                "queries; paired tests need the same queries (use the same qrels and convention)"
-            )
-    return evaluated[0]
 
 
 def compare(
@@ -412,32 +388,10 @@ def compare(
             ``relevance_level``, ``max_depth``, ...). The topic set must be
             identical for every run, which the default convention guarantees.
     """
-    from gpukit.evaluation import evaluate  # deferred: keeps gpukit.stats importable on its own
-
     # Validate before the (expensive) evaluation.
     settings = ComparisonSettings(baseline, test, n_resamples, seed, correction, alpha, confidence, risk_alpha)
-    named = dict(runs) if isinstance(runs, Mapping) else _name_runs(list(runs))
+    named = name_runs(runs)
     if baseline is not None and baseline not in named:
         raise StatsError(f"baseline {baseline!r} is not among the runs: {', '.join(named)}")
-    dev = resolve_device(device, next(iter(named.values())).device)
-    reports = {name: evaluate(qrels, run, measures, device=dev, **evaluate_options) for name, run in named.items()}
-    first_name, first = next(iter(reports.items()))
-    for name, report in reports.items():
-        if report.query_ids != first.query_ids:
-            raise StatsError(
-                f"runs {first_name!r} and {name!r} were scored on different topic sets; "
-                "use a convention that scores every qrels query (the default 'gpukit')"
-            )
-    scores = {
-        name: {str(res.measure): res.per_query.cpu() for res in (report[m] for m in report.measures)}
-        for name, report in reports.items()
-    }
-    return compare_per_query(scores, first.query_ids, settings, device=dev, chunk_size=chunk_size)
-
-
-def _name_runs(runs: list[Any]) -> dict[str, Any]:
-    names = [r.name for r in runs]
-    duplicated = sorted({n for n in names if names.count(n) > 1})
-    if duplicated:
-        raise StatsError(f"runs share the names {duplicated}; pass a {{name: run}} mapping instead")
-    return dict(zip(names, runs))
+    scores, query_ids, dev = evaluate_runs(qrels, named, measures, device, **evaluate_options)
+    return compare_per_query(scores, query_ids, settings, device=dev, chunk_size=chunk_size)

@@ -85,3 +85,66 @@ def test_single_run_is_an_error(files, capsys):
     qrels, runs = files
     code, _, err = _run(capsys, ["compare", qrels, runs[0], "-m", "AP"])
     assert code == 2 and "at least two runs" in err
+
+
+def _evaluated(qrels, runs, measure):
+    """Per-query values of ``measure`` for each run file, on the evaluated queries."""
+    import gpukit
+
+    q = gpukit.Qrels.from_trec(qrels)
+    results = [gpukit.evaluate(q, gpukit.Run.from_trec(p), [measure])[measure] for p in runs]
+    mask = results[0].mask
+    return [r.per_query[mask].tolist() for r in results]
+
+
+def test_all_pairs_tukey_json_matches_statsmodels(files, capsys):
+    multicomp = pytest.importorskip("statsmodels.stats.multicomp")
+    qrels, runs = files
+    code, out, _ = _run(capsys, ["compare", qrels, *runs, "-m", "AP", "--all-pairs", "tukey", "--alpha", "0.1",
+                                 "--format", "json"])
+    assert code == 0
+    data = json.loads(out)
+    assert data["method"] == "tukey" and data["alpha"] == 0.1
+    values = _evaluated(qrels, runs, "AP")
+    names = ["base.run", "reversed.run", "scrambled.run"]  # already sorted, as statsmodels orders groups
+    labels = [n for n, v in zip(names, values) for _ in v]
+    expected = multicomp.pairwise_tukeyhsd([x for v in values for x in v], labels, alpha=0.1)
+    pairs = data["measures"]["AP"]["pairs"]
+    assert [(p["system_a"], p["system_b"]) for p in pairs] == [(names[0], names[1]), (names[0], names[2]),
+                                                                (names[1], names[2])]
+    for n, p in enumerate(pairs):
+        assert abs(p["difference"] - expected.meandiffs[n]) <= 1e-9
+        assert abs(p["p_value"] - expected.pvalues[n]) <= 1e-6
+        assert abs(p["ci_low"] - expected.confint[n, 0]) <= 1e-9 and abs(p["ci_high"] - expected.confint[n, 1]) <= 1e-9
+        assert p["significant"] == bool(expected.reject[n])
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex"])
+def test_all_pairs_tukey_text_formats(files, capsys, fmt):
+    qrels, runs = files
+    code, out, _ = _run(capsys, ["compare", qrels, *runs, "-m", "AP", "-m", "nDCG@10", "--all-pairs", "tukey",
+                                 "--format", fmt])
+    assert code == 0 and "Tukey HSD" in out and "query pairing ignored" in out
+    pair_lines = [line for line in out.splitlines() if "reversed" in line and "scrambled" in line]
+    assert len(pair_lines) == 2  # one pair line per measure
+    if fmt == "latex":
+        assert "\\begin{tabular}{lllrrrl}" in out and "nDCG@10 & reversed.run & scrambled.run" in out
+
+
+@pytest.mark.parametrize("extra", [["--test", "t-test"], ["--baseline", "base.run"], ["--winners", "3"],
+                                   ["--n-resamples", "100", "--seed", "2"], ["--plot", "x.png"]])
+def test_all_pairs_refuses_baseline_options(files, capsys, extra):
+    qrels, runs = files
+    code, _, err = _run(capsys, ["compare", qrels, *runs, "-m", "AP", "--all-pairs", "tukey", *extra])
+    assert code == 2 and "only apply to comparisons with a baseline" in err and extra[0] in err
+
+
+def test_winners_table_and_markdown(files, capsys):
+    qrels, runs = files
+    for fmt in ("table", "markdown"):
+        code, out, _ = _run(capsys, ["compare", qrels, *runs, "-m", "AP", "--winners", "2", "--n-resamples", "200",
+                                     "--format", fmt])
+        assert code == 0 and "largest gains" in out and "per-query gains and losses against the baseline base.run" in out
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compare", qrels, *runs, "-m", "AP", "--winners", "0"])
+    assert exit_info.value.code == 2 and "argument --winners: must be between 1" in capsys.readouterr().err
