@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from fixture_paths import TESTS
 
 import gpukit
 from gpukit.cli import main
@@ -19,7 +20,7 @@ from gpukit.stats import (
 )
 
 TOL = 1e-12
-DATA = Path(__file__).parent / "data" / "stats"
+DATA = TESTS / "data" / "stats"
 
 
 def _reference(system: list[float], baseline: list[float], ids: list[str], n: int):

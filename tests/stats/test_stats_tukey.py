@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from fixture_paths import TESTS
 
 import gpukit
 from gpukit.stats import (
@@ -131,7 +132,7 @@ def _trec_runs(tmp_path):
     """The stats test data: results.test and two rescored copies (distinct rankings)."""
     from pathlib import Path
 
-    data = Path(__file__).parent / "data" / "stats"
+    data = TESTS / "data" / "stats"
     lines = (data / "results.test").read_text().splitlines()
     runs = {"base": gpukit.Run.from_trec(data / "results.test", name="base")}
     for name, change in (("reversed", lambda s: -s), ("scrambled", lambda s: (s * 7.0) % 1.0)):

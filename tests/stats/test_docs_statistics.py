@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from fixture_paths import REPO
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "statistics.md"
+DOC = REPO / "docs" / "statistics.md"
 
 
 def _example() -> tuple[dict, str, str]:
