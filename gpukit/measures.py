@@ -8,7 +8,9 @@ Canonical names follow ir_measures (``nDCG@10``, ``P(rel=2)@5``, ``R@100``,
 ``RR@10``, ``AP``, ``Rprec``, ``nDCG(gain=exp)@10``). trec_eval names
 (``ndcg_cut.10``, ``P.10``, ``P_10``, ``recip_rank``, ``map``,
 ``map_cut.100``, ``ndcg.1=3,2=9``) and ranx names (``ndcg@10``,
-``ndcg_burges@10``, ``mrr@10``, ``map@100``, ``r-precision``) are aliases.
+``ndcg_burges@10``, ``mrr@10``, ``map@100``, ``r-precision``, ``hits@10``,
+``f1@10``) are aliases; ranx's ``-lN`` level (``ndcg@10-l2``), ``rbp.95``
+and ``@0`` are read by :mod:`gpukit.ranx_names`.
 
 A bare trec_eval group name means what it means in trec_eval: ``P``,
 ``recall``, ``ndcg_cut``, ``map_cut``, ``success`` (and every family with
@@ -21,10 +23,11 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Union
 
+from gpukit import ranx_names
 from gpukit.errors import MeasureError
 from gpukit.families import registry
 from gpukit.families.params import flag
-from gpukit.families.spec import Family, TrecSyntax
+from gpukit.families.spec import Alias, Family, TrecSyntax
 from gpukit.metrics.graded import Gain
 
 __all__ = ["Gain", "Measure", "MeasureLike", "parse_measure", "parse_measure_names", "parse_measures"]
@@ -337,10 +340,14 @@ def _parse_trec(fam: Family, syntax: TrecSyntax, rest: str | None, original: str
     return out
 
 
-def _bare_alias(fam: Family, alias_bare: str, params: dict[str, Any], original: str) -> list[Measure]:
-    if alias_bare == "expand" and fam.trec_cutoffs:
+def _bare_alias(fam: Family, alias: Alias, params: dict[str, Any], original: str) -> list[Measure]:
+    if alias.bare_family is not None:  # ranx's bare precision: the whole retrieved set (SetP)
+        return [_build(registry.get_family(alias.bare_family), params, None, original)]
+    if alias.bare == "expand" and fam.trec_cutoffs:
         return [_build(fam, dict(params), k, original) for k in fam.trec_cutoffs]
-    if alias_bare == "error":
+    if alias.bare == "error" and alias.dialect == "ranx" and fam.name == "Success":
+        raise ranx_names.bare_hit_rate_error(original)
+    if alias.bare == "error":
         raise MeasureError(f"{_echo(original)} needs a cutoff, e.g. {original}@10")
     return [_build(fam, params, None, original)]
 
@@ -387,6 +394,9 @@ def _parse_names(name: str, index, trec_atol: bool) -> list[Measure]:
     if text in index.trec:
         fam, syntax = index.trec[text]
         return _parse_trec(fam, syntax, None, original, trec_atol)
+    ranx = ranx_names.read(text)  # ranx's -lN level, rbp.X, @0 (gpukit.ranx_names)
+    if ranx is not None:
+        return [_build(ranx[0], ranx[1], ranx[2], original)]
     match = _CANONICAL_RE.match(_AT_SPACES.sub("@", text))
     if match:
         base, params_text, cut = match.group("name"), match.group("params"), match.group("cut")
@@ -401,7 +411,7 @@ def _parse_names(name: str, index, trec_atol: bool) -> list[Measure]:
                 params.update(_parse_params(fam, params_text, original))
             if cut is None:
                 if alias is not None:
-                    return _bare_alias(fam, alias.bare, params, original)
+                    return _bare_alias(fam, alias, params, original)
                 return [_build(fam, params, None, original)]
             try:
                 cutoff: Any = float(cut) if fam.cutoff_type is float else int(cut)
@@ -436,7 +446,7 @@ def parse_measures(names: Iterable[MeasureLike] | MeasureLike, rel: int | None =
     out: list[Measure] = []
     seen: set[Measure] = set()
     for name in names:
-        explicit_rel = not isinstance(name, str) or "rel=" in name
+        explicit_rel = not isinstance(name, str) or "rel=" in name or ranx_names.has_level(name)
         for measure in parse_measure_names(name):
             if rel is not None and not explicit_rel:
                 measure = measure.with_rel(rel)

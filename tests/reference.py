@@ -15,7 +15,9 @@ Definitions (per query):
 * R = qrels docs with grade >= level (retrieved or not); N = qrels docs with
   0 <= grade < level.
 * P@k, R@k, R, Success@k, RR, RR@k, AP, AP@k, Rprec, Bpref, Judged@k, DCG,
-  nDCG, NumRet, NumRel, NumRelRet as in trec_eval (see each function);
+  nDCG, NumRet, NumRel, NumRelRet as in trec_eval, Hits@k and F@k as ranx
+  (see each function); nDCG and DCG with ``min_grade=N`` give grades below N
+  gain 0 (ranx's -lN);
   further families in the ``reference_*.py`` modules imported at the end,
   each registered with :func:`register`.
 
@@ -99,16 +101,16 @@ def parse(name: str, relevance_level: int | None = None) -> RefMeasure:
     gain: object = None
     params = dict(fam.params)
     if m.group("params"):
-        text = m.group("params")
-        gm = re.match(r"^gains=\{(.*)\}$", text)
-        if gm:
-            gain = {}
-            for pair in gm.group(1).split(","):
-                k, v = pair.split(":")
-                gain[int(k)] = float(v)
-        else:
-            for item in text.split(","):
-                key, value = item.split("=")
+        # gains={1:3,2:9} may sit among other parameters: split at the commas outside braces.
+        for item in re.findall(r"[^,{]+(?:\{[^}]*\})?", m.group("params")):
+            key, value = item.split("=", 1)
+            gm = re.match(r"^\{(.*)\}$", value)
+            if key == "gains" and gm:
+                gain = {}
+                for pair in gm.group(1).split(","):
+                    k, v = pair.split(":")
+                    gain[int(k)] = float(v)
+            else:
                 if key == "rel":
                     rel = int(value)
                 elif key == "gain":
@@ -232,9 +234,28 @@ def _judged(m, grades, judgments):
     return (sum(1 for g in read if g is not None) / len(read) if read else 0.0), True
 
 
+def _leveled_gain(m, grade: int | None) -> float:
+    """The gain of a grade where grades below ``min_grade`` (ranx's -l) gain 0."""
+    return 0.0 if grade is not None and grade < int(m.param("min_grade")) else _gain(grade, m.gain)
+
+
+def _hits(m, grades, judgments):
+    return float(sum(relevant(grades, m.rel)[: m.cutoff])), True
+
+
+def _f(m, grades, judgments):
+    """F@k: the weighted harmonic mean of P@k (hits / k) and R@k (hits / R)."""
+    R, _ = counts(judgments, m.rel)
+    hits = sum(relevant(grades, m.rel)[: m.cutoff])
+    if not R or not hits:
+        return 0.0, R > 0
+    p, r, beta = hits / m.cutoff, hits / R, float(m.param("beta"))
+    return (beta + 1) * p * r / (beta * p + r), True
+
+
 def _ndcg(m, grades, judgments):
-    dcg = _dcg([_gain(g, m.gain) for g in grades], m.cutoff)
-    ideal = sorted((_gain(g, m.gain) for g in judgments.values() if g >= 0), reverse=True)
+    dcg = _dcg([_leveled_gain(m, g) for g in grades], m.cutoff)
+    ideal = sorted((_leveled_gain(m, g) for g in judgments.values() if g >= 0), reverse=True)
     ideal = [g for g in ideal if g > 0]
     idcg = _dcg(ideal, m.cutoff)
     return (dcg / idcg if idcg > 0 else 0.0), idcg > 0
@@ -262,8 +283,12 @@ register("RR", RefFamily(_rr, "optional", binary=True))
 register("Success", RefFamily(_success, "required", binary=True))
 register("AP", RefFamily(_ap, "optional", binary=True))
 register("Bpref", RefFamily(_bpref, binary=True))
-register("nDCG", RefFamily(_ndcg, "optional", graded=True))
-register("DCG", RefFamily(lambda m, g, j: (_dcg([_gain(x, m.gain) for x in g], m.cutoff), True), "optional", graded=True))
+register("Hits", RefFamily(_hits, "optional", binary=True))
+register("F", RefFamily(_f, "required", binary=True, params=(("beta", 1.0),)))
+_MIN_GRADE = (("min_grade", 0),)
+register("nDCG", RefFamily(_ndcg, "optional", graded=True, params=_MIN_GRADE))
+register("DCG", RefFamily(lambda m, g, j: (_dcg([_leveled_gain(m, x) for x in g], m.cutoff), True), "optional",
+                          graded=True, params=_MIN_GRADE))
 register("Judged", RefFamily(_judged, "optional"))
 register("NumRet", RefFamily(lambda m, g, j: (float(len(g)), True), aggregate=_SUM))
 register("NumRel", RefFamily(lambda m, g, j: (float(counts(j, m.rel)[0]), True), binary=True, aggregate=_SUM))

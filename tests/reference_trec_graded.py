@@ -109,6 +109,15 @@ def rbp(m, grades, judgments):
         weights = [p ** i for i in range(1000)]
         hits = [1.0 if g is not None and max(g, 0) >= m.rel else 0.0 for g in padded]
         return sum(w * h for w, h in zip(weights, hits)) / sum(weights), True
+    params = dict(m.params)  # (RefMeasures built by hand may leave scale and min_grade out)
+    if params.get("scale", True) in (False, "False", "false", 0):
+        # ranx's rbp: raw gains over the whole ranking, grades below min_grade gaining 0.
+        total, weight = 0.0, 1.0
+        for grade in grades:
+            if grade is not None and grade >= int(params.get("min_grade", 0)):
+                total += gain_of(m, grade) * weight
+            weight *= p
+        return (1.0 - p) * total, True
     table = gain_table(m, judgments)
     if table and (min(table.values()) < 0 or max(table.values()) > 1):
         low, high = min(table.values()), max(table.values())
@@ -141,6 +150,6 @@ register("BinG", RefFamily(bin_g, binary=True))
 register("G", RefFamily(normalized_g, graded=True))
 register("nDCGRel", RefFamily(ndcg_rel, graded=True))
 register("RnDCG", RefFamily(r_ndcg, binary=True, graded=True))
-register("RBP", RefFamily(rbp, graded=True, params=_P))
+register("RBP", RefFamily(rbp, graded=True, params=_P + (("scale", True), ("min_grade", 0))))
 register("RBPResid", RefFamily(rbp_resid, params=_P))
 register("Unjudged", RefFamily(unjudged_at, "required"))

@@ -166,7 +166,8 @@ def _assert_documented(value: float, documented: str) -> None:
     assert abs(value - float(documented)) <= 0.5 * 10**-places + 1e-12, (value, documented)
 
 
-@pytest.mark.parametrize("title", ["Compatibility: Compat", "Diversity: alpha-nDCG", "Instruction following: p-MRR"])
+@pytest.mark.parametrize("title", ["Names and aliases", "Compatibility: Compat", "Diversity: alpha-nDCG",
+                                   "Instruction following: p-MRR"])
 def test_section_code_prints_the_documented_numbers(title):
     checks, _ = _run_python_blocks(_section(title))
     assert checks, "no documented value in the section's code"

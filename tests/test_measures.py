@@ -55,7 +55,7 @@ def test_relevance_level_applies_to_binary_measures_without_explicit_rel():
         ("foo@10", "unknown measure"),
         ("Success", "needs a cutoff"),  # (Judged without a cutoff is ir_measures' whole-ranking Judged)
         ("RBP(rel=1,gain=exp)", "is binary"),
-        ("precision", "needs a cutoff"),
+        ("hit_rate", "needs a cutoff"),  # ranx's bare precision is SetP (tests/test_ranx_names.py)
         ("P@0", "positive integer"),
         ("nDCG(rel=2)@10", "takes no rel"),
         ("P(gain=exp)@10", "takes no gain"),

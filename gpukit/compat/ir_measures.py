@@ -14,7 +14,8 @@ measure is supported when its ``NAME`` resolves (canonical name or alias,
 qrels, and each of its parameters maps onto that family's: ``cutoff`` under
 the family's cutoff rule, ``rel`` and other same-named parameters as they
 are, ``gains`` -> ``gain``, ``recall`` (a recall level) -> the cutoff, ``dcg='exp-log2'`` -> ``gain=exp`` (gdeval's
-2^g - 1), ``judged_only`` only False; a parameter ir_measures requires
+2^g - 1), ``judged_only`` -> :attr:`gpukit.Measure.judged_only` (the ranking without its unjudged
+documents, as ir_measures' pytrec_eval provider passes it to trec_eval's ``-J``); a parameter ir_measures requires
 (cwl_eval's ``max_rel``) is required here too. Where ir_measures names a measure
 differently, :data:`RENAMED` says so (``NumRet(rel=r)`` is trec_eval's
 num_rel_ret). Families whose ir_measures definition differs from gpukit's
@@ -76,8 +77,9 @@ def to_gpukit(measure: Any) -> Measure:
         raise MeasureError(f"gpukit provides no measure for ir_measures' {measure}")
     given = {k: v for k, v in measure.params.items() if v is not NOT_PROVIDED}
     cutoff = given.pop("cutoff", given.pop("recall", None))  # IPrec's recall level is gpukit's cutoff
-    if given.pop("judged_only", False):
-        raise MeasureError(f"{measure}: gpukit has no judged_only variant")
+    judged_only = given.pop("judged_only", False)
+    if not isinstance(judged_only, bool):
+        raise MeasureError(f"{measure}: judged_only must be True or False, got {judged_only!r}")
     dcg = given.pop("dcg", "log2")
     if dcg not in ("log2", "exp-log2") or (dcg == "exp-log2" and "gains" in given):
         raise MeasureError(f"{measure}: dcg={dcg!r} is not a gpukit gain")
@@ -94,7 +96,7 @@ def to_gpukit(measure: Any) -> Measure:
         info = measure.SUPPORTED_PARAMS.get("gains" if p.name == "gain" else p.name)
         if p.name not in ("rel", "gain") and p.name not in given and info is not None and info.default is not NOT_PROVIDED:
             given[p.name] = info.default
-    return Measure(fam.name, cutoff=cutoff, rel=rel, gain=gain, params=tuple(given.items()))
+    return Measure(fam.name, cutoff=cutoff, rel=rel, gain=gain, params=tuple(given.items()), judged_only=judged_only)
 
 
 def _prototypes() -> list:
@@ -110,7 +112,7 @@ def _prototypes() -> list:
                 # Required where either library requires it (ir_measures' ERR does).
                 spec[param] = _CUTOFF_SPEC["required" if info.required and fam.cutoff != "none" else fam.cutoff]
             elif param == "judged_only":
-                spec[param] = Choices(False)
+                spec[param] = Choices(False, True)
             elif param == "dcg":
                 spec[param] = Choices("log2", "exp-log2") if fam.param("gain") else Choices("log2")
             elif name == "RBP" and param == "rel":

@@ -1,4 +1,4 @@
-"""Binary-relevance families: P, R, Rprec, RR, Success, AP, Bpref, Accuracy.
+"""Binary-relevance families: P, R, Rprec, RR, Success, AP, Bpref, Accuracy, Hits, F.
 
 A document is relevant when its judged grade is >= ``rel`` (default 1,
 trec_eval's ``-l``). R is the number of judged relevant documents of the
@@ -10,7 +10,7 @@ import torch
 
 from gpukit import metrics
 from gpukit.families.common import TREC_CUTOFFS, always, describe_binary, needs_relevant, trec_names
-from gpukit.families.params import REL
+from gpukit.families.params import BETA, REL
 from gpukit.families.registry import register
 from gpukit.families.spec import FORMS_RUNNING_HITS, Alias, Family, TrecSyntax
 from gpukit.ideal_grades import NOT_JUDGED
@@ -57,6 +57,16 @@ def _rprec(r, m, cuts):
     return v, needs_relevant(r, m, v)
 
 
+def _hits(r, m, cuts):
+    v = metrics.hits(r.relevant(m.rel), cuts, _shared_hits(r, m))
+    return v, always(v)
+
+
+def _f(r, m, cuts):
+    v = metrics.f_measure(r.relevant(m.rel), r.num_relevant(m.rel), cuts, m.param("beta"), _shared_hits(r, m))
+    return v, needs_relevant(r, m, v)
+
+
 def _bpref(r, m, cuts):
     num_rel = r.num_relevant(m.rel)
     judged_nonrel = r.judged() & ~r.relevant(m.rel)
@@ -71,7 +81,7 @@ P = register(Family(
     kernel=_precision,
     cutoff="required",
     params=(REL,),
-    aliases=(Alias("p", "ir_measures", bare="expand"), Alias("precision", "ranx", bare="error")),
+    aliases=(Alias("p", "ir_measures", bare="expand"), Alias("precision", "ranx", bare_family="SetP")),
     trec=(TrecSyntax("P", "cutoffs", TREC_CUTOFFS, groups=('official', 'all_trec')),),
     trec_cutoffs=TREC_CUTOFFS,
     needs=frozenset({"grades"}),
@@ -211,4 +221,33 @@ Accuracy = register(Family(
     defined_when="the top k holds a relevant and a non-relevant document (ir_measures reports no value otherwise)",
     describe=_describe_accuracy,
     examples=("Accuracy", "Accuracy@10", "Accuracy(rel=2)@20"),
+))
+
+Hits = register(Family(
+    name="Hits",
+    summary="number of relevant documents in the top k (ranx hits)",
+    definition="Hits@k = |relevant in the top k|; without a cutoff, over the whole ranking (NumRelRet per query, "
+    "but averaged under every convention, as ranx, where trec_eval sums num_rel_ret)",
+    kernel=_hits,
+    cutoff="optional",
+    params=(REL,),
+    aliases=(Alias("hits", "ranx"),),
+    needs=frozenset({"grades"}),
+    describe=describe_binary,
+    examples=("Hits@5", "Hits", "Hits(rel=2)@3", "Hits@20"),
+))
+
+F = register(Family(
+    name="F",
+    summary="F measure at rank k: weighted harmonic mean of P@k and R@k (ranx f1@k)",
+    definition="F@k = (beta + 1) * P@k * R@k / (beta * P@k + R@k), P@k dividing by k; 0 when nothing relevant is "
+    "in the top k; beta = 1 (default) is ranx's f1@k (ranx's bare f1, over the whole retrieved set, is SetF)",
+    kernel=_f,
+    cutoff="required",
+    params=(REL, BETA),
+    aliases=(Alias("f1", "ranx", bare_family="SetF"),),
+    needs=frozenset({"grades", "ideal"}),
+    defined_when=_R_RULE,
+    describe=describe_binary,
+    examples=("F@5", "F@1", "F(beta=0.5)@3", "F(rel=2)@10", "F(beta=0)@20"),
 ))

@@ -186,3 +186,26 @@ def flag(name: str, doc: str, default: bool = False) -> Param:
         return value in ("true", "1")
 
     return Param(name=name, doc=doc, default=default, parse=parse, check=check)
+
+
+#: Weight of recall in F measures (SetF, F@k).
+BETA = number("beta", "weight of recall relative to precision: F = (beta + 1) P R / (beta P + R) (trec_eval set_F.x, "
+              "ir_measures SetF(beta=x); van Rijsbergen's beta squared)", 1.0, low=0.0)
+
+
+def _check_min_grade(value: Any) -> int:
+    grade = _int_grade(value, "min_grade")
+    if grade < 0:
+        raise MeasureError(f"min_grade must be a non-negative integer grade, got {value!r}")
+    return grade
+
+
+#: ranx's relevance level ``-lN`` on graded measures (nDCG, DCG, ranx's RBP).
+MIN_GRADE = Param(
+    name="min_grade",
+    doc="grades below min_grade gain 0 (ranx's -l level, e.g. ndcg@10-l2: only grades >= 2 gain); "
+    "0 (default): every grade keeps its gain",
+    default=0,
+    parse=_parse_rel,
+    check=_check_min_grade,
+)

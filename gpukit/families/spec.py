@@ -81,13 +81,17 @@ class Alias:
     ``preset`` fixes parameters (``ndcg_burges`` = nDCG with ``gain=exp``).
     ``bare`` says what the name means without a cutoff: ``"uncut"`` (the
     whole ranking), ``"error"`` or ``"expand"`` (trec_eval's default cutoffs
-    of the family, ``Family.trec_cutoffs``).
+    of the family, ``Family.trec_cutoffs``). ``bare_family``, where given, is
+    the family the name means without a cutoff instead (ranx's bare
+    ``precision`` reads the whole ranking: SetP); it must take the
+    family's parameters.
     """
 
     name: str
     dialect: str  # "ir_measures", "trec_eval", "ranx", "gpukit"
     preset: tuple[tuple[str, Any], ...] = ()
     bare: str = "uncut"
+    bare_family: str | None = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import torch
 from gpukit.errors import MeasureError
 from gpukit.families.binary import AP, Bpref
 from gpukit.families.common import TREC_CUTOFFS, always, describe_binary, needs_relevant, trec_names
-from gpukit.families.params import REL, _strip_quotes, flag, number
+from gpukit.families.params import BETA, REL, _strip_quotes, flag, number
 from gpukit.families.registry import register
 from gpukit.families.spec import Alias, Family, Param, TrecSyntax
 from gpukit.metrics import trec_binary as kernels
@@ -128,8 +128,6 @@ NUM_DOCS = Param(
 RELATIVE = flag("relative", "divide by min(|retrieved|, R), the best precision a set of that size can have "
                 "(set_relative_P)")
 
-BETA = number("beta", "weight of recall relative to precision: F = (beta + 1) P R / (beta P + R) (trec_eval set_F.x, "
-              "ir_measures SetF(beta=x); van Rijsbergen's beta squared)", 1.0, low=0.0)
 MULT = number("mult", "multiple of R at which precision is taken (trec_eval Rprec_mult.0.2,...)", 1.0, low=0.0,
               low_open=True)
 

@@ -16,7 +16,7 @@ import torch
 
 from gpukit.errors import MeasureError
 from gpukit.families.common import always, describe_gain
-from gpukit.families.params import GAIN, REL, _check_gain, number, parse_trec_gains
+from gpukit.families.params import GAIN, MIN_GRADE, REL, _check_gain, flag, number, parse_trec_gains
 from gpukit.families.registry import register
 from gpukit.families.spec import Alias, Family, TrecSyntax
 from gpukit.metrics import cwl, ideal_gains
@@ -61,7 +61,16 @@ RBP_REL = replace(REL, doc="binary RBP: grades >= rel gain 1, as ir_measures' RB
                   default=None, check=_check_rbp_rel, show=lambda v: "graded" if v is None else str(v))
 
 
+#: trec_eval's gain scaling of graded RBP; scale=False: raw gains, ranx's rbp.
+SCALE = flag("scale", "scale gains to (gain - min) / (max - min) over the query's gain table when one lies outside "
+             "[0, 1] (trec_eval's rbp); False: raw gains (ranx's rbp.X)", default=True)
+
+
 def _validate_rbp(m) -> None:
+    if m.rel is not None and (not m.param("scale") or m.param("min_grade")):
+        raise MeasureError(f"RBP(rel={m.rel}) is binary (cwl_eval's): scale= and min_grade= are graded RBP's")
+    if m.param("scale") and m.param("min_grade"):
+        raise MeasureError("min_grade (ranx's -l) applies to RBP on raw gains: add scale=False (ranx's rbp.X-lN)")
     if m.rel is None and m.param("p") == 1.0:
         raise MeasureError("graded RBP needs p < 1 ((1 - p) weighs every rank); RBP(p=1,rel=1) is the mean gain of "
                            "cwl_eval's 1000 ranks")
@@ -118,7 +127,8 @@ def _rbp(r, m, cuts):
     # trec_eval's rbp leaves the min and max of its gain scaling uninitialised,
     # so its value can depend on the measures computed before it; the table's
     # own extremes are what it means (and what it prints run alone).
-    v = kernels.rank_biased_precision(r.grades, _max_grade(r), m.gain, m.param("p"))[:, None]
+    v = kernels.rank_biased_precision(r.grades, _max_grade(r), m.gain, m.param("p"), m.param("scale"),
+                                      m.param("min_grade"))[:, None]
     return v, always(v)
 
 
@@ -172,6 +182,10 @@ def _describe_rbp(m) -> dict[str, str]:
         return {"relevance": f"grade >= {m.rel} gains 1 (negative grades count as 0), unjudged documents 0",
                 "persistence": f"p = {m.param('p'):g}",
                 "depth": f"ranks 1..{cwl.CWL_DEPTH}, weights p^(i-1) normalised over them (cwl_eval, ir_measures)"}
+    if not m.param("scale"):
+        floor = f"; grades below {m.param('min_grade')} gain 0" if m.param("min_grade") else ""
+        return {"gain": describe_gain(m) + ", unscaled (ranx's rbp)" + floor, "persistence": f"p = {m.param('p'):g}",
+                "depth": "the whole ranking"}
     return {
         "gain": describe_gain(m) + "; scaled to (gain - min) / (max - min) over the query's gain table when a "
         "table gain is outside [0, 1]",
@@ -252,17 +266,20 @@ RBP = register(Family(
     "gain table (grades 0..max judged grade and the custom pairs) when one lies outside [0, 1]; trec_eval's rbp is "
     "p = 0.9, ir_measures' RBP default p = 0.8, so the name always carries p. RBP(rel=r) is ir_measures' binary "
     "RBP (its cwl_eval provider): gain 1 for grade >= r, ranks 1..1000, (1 - p) / (1 - p^1000) * sum_{i<=1000} "
-    "gain_i * p^(i-1)",
+    "gain_i * p^(i-1). scale=False keeps raw gains, over the whole ranking, with min_grade=N zeroing grades below N: "
+    "ranx's rbp.X-lN (X the digits of p)",
     kernel=_rbp,
-    params=(RBP_P, RBP_REL, LEVEL_GAIN),
+    params=(RBP_P, RBP_REL, LEVEL_GAIN, SCALE, MIN_GRADE),
     validate=_validate_rbp,
     trec=(TrecSyntax("rbp", "string", preset=(("p", TREC_P),), param="gain", parse_string=_rbp_trec_gains, groups=('all_trec',)),),
     needs=_GRADED_NEEDS,
     describe=_describe_rbp,
-    trec_name=lambda m: None if m.rel is not None else _gain_trec_name("rbp")(m),  # RBP(rel=): not trec_eval's
+    # RBP(rel=) and ranx's unscaled RBP are not trec_eval's.
+    trec_name=lambda m: None if m.rel is not None or not m.param("scale") else _gain_trec_name("rbp")(m),
     # Custom gains with p (RBP(p=0.9,gains={1:3})) are checked in tests/families/test_pytrec_eval_trec_graded.py.
     examples=("RBP(p=0.9)", "RBP(p=0.5)", "RBP", "RBP(p=0.9,gain=exp)", "RBP(p=0)", "RBP(rel=1)", "RBP(p=0.99,rel=2)",
-              "RBP(p=1,rel=1)"),
+              "RBP(p=1,rel=1)", "RBP(p=0.95,scale=False)", "RBP(p=0.5,scale=False,min_grade=2)",
+              "RBP(p=0.8,gain=exp,scale=False)"),
 ))
 
 RBPResid = register(Family(

@@ -1,4 +1,4 @@
-"""Measures over binary relevance: P, R, Success, RR, AP, R-precision, bpref.
+"""Measures over binary relevance: P, R, Success, hits, F, RR, AP, R-precision, bpref.
 
 Inputs are ranked relevance masks ``rel`` of shape (Q, K) (True where the
 document at that rank has grade >= the relevance level; padding is False) and
@@ -68,6 +68,27 @@ def recall(rel: torch.Tensor, num_rel: torch.Tensor, cutoffs: Cutoffs, hits: tor
 def success(rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None = None) -> torch.Tensor:
     """Success@k = 1 if any relevant document is in the top k, else 0."""
     return (_hits_at(rel, cutoffs, hits) > 0).to(torch.float64)
+
+
+def hits(rel: torch.Tensor, cutoffs: Cutoffs, hits: torch.Tensor | None = None) -> torch.Tensor:
+    """Hits@k = |relevant in top k| (ranx's hits; ``None``: the whole ranking)."""
+    return _hits_at(rel, cutoffs, hits)
+
+
+def f_measure(rel: torch.Tensor, num_rel: torch.Tensor, cutoffs: Cutoffs, beta: float,
+              hits: torch.Tensor | None = None) -> torch.Tensor:
+    """F@k = (beta + 1) * P@k * R@k / (beta * P@k + R@k); 0 when nothing relevant is in the top k.
+
+    P@k divides by k (not by the number retrieved, as :func:`precision`);
+    ``beta`` weighs recall (trec_eval's set_F x, van Rijsbergen's beta
+    squared): beta = 1 is ranx's f1@k, the harmonic mean of P@k and R@k.
+    """
+    found = _hits_at(rel, cutoffs, hits)
+    p = found / _k(rel, cutoffs, low=1)
+    r = safe_divide(found, num_rel[:, None])
+    x = float(beta)
+    value = (x + 1.0) * p * r / (x * p + r).clamp(min=1e-300)  # the clamp: 0/0 where found = 0, masked below
+    return torch.where(found > 0, value, torch.zeros_like(value))
 
 
 def _first_relevant(rel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -20,18 +20,22 @@ from gpukit.metrics.cutoffs import Cutoffs, ordered_prefix_at, safe_divide, trun
 Gain = Union[str, tuple[tuple[int, float], ...]]
 
 
-def gains(grades: torch.Tensor, gain: Gain) -> torch.Tensor:
-    """Map an integer grade tensor (any shape) to float64 gains."""
+def gains(grades: torch.Tensor, gain: Gain, min_grade: int = 0) -> torch.Tensor:
+    """Map an integer grade tensor (any shape) to float64 gains; grades below
+    ``min_grade`` gain 0 (ranx's relevance level ``-l``: only grades >= it count)."""
     # Clamping at 0 first maps "not judged" (a large negative code) and
     # negative grades to gain 0 in the same pass as the widening.
     g = grades.clamp(min=0).to(torch.float64)
     if gain == "exp":
-        return torch.exp2(g.clamp_(max=1000)).sub_(1.0)
-    out = g
+        out = torch.exp2(g.clamp_(max=1000)).sub_(1.0)
+    else:
+        out = g
     if isinstance(gain, tuple):
         for grade, value in gain:
             if grade >= 0:
                 out = torch.where(grades == grade, torch.full_like(out, value), out)
+    if min_grade > 0:
+        out = out.masked_fill_(grades < min_grade, 0.0)
     return out
 
 
@@ -61,14 +65,15 @@ def dcg(ranked_gains: torch.Tensor, cutoffs: Cutoffs) -> torch.Tensor:
     return ordered_prefix_at(weighted, cutoffs)
 
 
-def ideal_gains(judged_grades: torch.Tensor, gain: Gain) -> torch.Tensor:
+def ideal_gains(judged_grades: torch.Tensor, gain: Gain, min_grade: int = 0) -> torch.Tensor:
     """Positive gains of all judged documents, sorted descending, (Q, L).
 
     ``judged_grades`` must be sorted descending per row (as
     ``RankedJudgments.ideal`` is); linear and exponential gains keep that
-    order, so only a custom mapping needs a sort.
+    order (``min_grade`` zeroes a suffix of it), so only a custom mapping
+    needs a sort.
     """
-    g = gains(judged_grades, gain)  # linear and exponential gains of grades clamped at 0 are >= 0
+    g = gains(judged_grades, gain, min_grade)  # linear and exponential gains of grades clamped at 0 are >= 0
     if isinstance(gain, tuple):  # a custom gain may be negative
         g = torch.sort(g.clamp_(min=0.0), dim=1, descending=True).values
     return g

@@ -175,13 +175,16 @@ def rbp_gain_scale(max_grade: torch.Tensor, gain: Gain) -> tuple[torch.Tensor, t
     return normalise, low, high
 
 
-def rank_biased_precision(grades: torch.Tensor, max_grade: torch.Tensor, gain: Gain, p: float) -> torch.Tensor:
+def rank_biased_precision(grades: torch.Tensor, max_grade: torch.Tensor, gain: Gain, p: float, scale: bool = True,
+                          min_grade: int = 0) -> torch.Tensor:
     """RBP = (1 - p) * sum_i gain'_i * p^(i-1), (Q,), with trec_eval's gain normalisation
-    (:func:`rbp_gain_scale`; a zero range gives gain 0). Unjudged documents gain 0."""
-    g = gains(grades, gain)
-    normalise, low, high = rbp_gain_scale(max_grade, gain)
-    scaled = torch.where(grades >= 0, safe_divide(g - low[:, None], (high - low)[:, None]), torch.zeros_like(g))
-    g = torch.where(normalise[:, None], scaled, g)
+    (:func:`rbp_gain_scale`; a zero range gives gain 0) where ``scale``, raw gains
+    otherwise (ranx's rbp; grades below ``min_grade`` gain 0). Unjudged documents gain 0."""
+    g = gains(grades, gain, min_grade)
+    if scale:
+        normalise, low, high = rbp_gain_scale(max_grade, gain)
+        scaled = torch.where(grades >= 0, safe_divide(g - low[:, None], (high - low)[:, None]), torch.zeros_like(g))
+        g = torch.where(normalise[:, None], scaled, g)
     weights = persistence_weights(p, grades.shape[1], grades.device)[: grades.shape[1]]
     return (1.0 - p) * _row_sum(g * weights)
 

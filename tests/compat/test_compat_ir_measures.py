@@ -66,7 +66,8 @@ def test_declared_measures_come_from_the_registry():
     # tests/families/test_ir_measures_compat.py).
     assert not declared & {"IPrec", "Compat"}
     assert "Judged" in declared
-    assert not provider.supports(ir_measures.parse_measure("P(judged_only=True)@5"))
+    assert provider.supports(ir_measures.parse_measure("P(judged_only=True)@5"))  # trec_eval's -J
+    assert str(to_gpukit(ir_measures.parse_measure("nDCG(judged_only=True)@10"))) == "nDCG(judged_only=True)@10"
     assert not provider.supports(ir_measures.parse_measure("alpha_nDCG@10"))
     assert str(to_gpukit(ir_measures.parse_measure("NumRet(rel=2)"))) == "NumRelRet(rel=2)"
     assert str(to_gpukit(ir_measures.parse_measure("nDCG(dcg='exp-log2')@10"))) == "nDCG(gain=exp)@10"
@@ -114,3 +115,44 @@ def test_register_puts_gpukit_first_and_calc_aggregate_matches_pytrec_eval():
     finally:
         register(first=False)
     assert all(getattr(p, "NAME", "") != "gpukit" for p in ir_measures.DefaultPipeline.providers)
+
+
+#: ir_measures names with judged_only=True: every qrels family of ir_measures that has the parameter
+#: (IPrec aside: DIFFERENT), with the other parameters varied.
+JUDGED_ONLY = ["P(judged_only=True)@5", "P(judged_only=True,rel=2)@10", "RR(judged_only=True)", "RR(judged_only=True,rel=2)",
+               "Rprec(judged_only=True)", "AP(judged_only=True)", "AP(judged_only=True)@10", "AP(judged_only=True,rel=2)",
+               "nDCG(judged_only=True)", "nDCG(judged_only=True)@10", "nDCG(judged_only=True,gains={0:0,1:1,2:5,3:9})@5",
+               "R(judged_only=True)@10", "SetAP(judged_only=True)", "SetF(judged_only=True)",
+               "SetF(judged_only=True,beta=0.5)", "SetP(judged_only=True)", "SetP(judged_only=True,relative=True)",
+               "Success(judged_only=True)@3", "Success(judged_only=True,rel=2)@10"]
+
+
+def test_judged_only_equals_the_pytrec_eval_provider():
+    """ir_measures' judged_only=True (its pytrec_eval provider: trec_eval -J, the ranking without its
+    unjudged documents) through the provider and through gpukit.evaluate with the same names, on a
+    collection with unjudged retrieved documents and negative grades."""
+    import gpukit
+
+    qrels, run = _collection(7)
+    measures = [ir_measures.parse_measure(n) for n in JUDGED_ONLY]
+    names = {m.NAME for m in measures}
+    with_param = {cls.NAME for cls in ir_measures.measures.registry.values() if "judged_only" in cls.SUPPORTED_PARAMS}
+    # Left out: IPrec (DIFFERENT) and the subtopic measures (pyndeval's: tests/families/test_pyndeval_diversity.py).
+    assert names == with_param - {"IPrec", "AP_IA", "ERR_IA", "nERR_IA", "P_IA", "alpha_DCG", "alpha_nDCG"}, with_param
+    provider = GpukitProvider()
+    ours = {(m.measure, m.query_id): m.value for m in provider.iter_calc(measures, qrels, run)}
+    in_both = sorted(set(qrels) & set(run))
+    report = gpukit.evaluate(gpukit.Qrels.from_dict(qrels), gpukit.Run.from_dict({q: run[q] for q in in_both}),
+                             [str(m) for m in measures], convention="trec_eval")
+    pytrec = ir_measures.providers.registry["pytrec_eval"]
+    changed = 0
+    for measure in measures:
+        assert provider.supports(measure) and pytrec.supports(measure), measure
+        plain = {(m.query_id): m.value for m in pytrec.iter_calc([measure.__class__(**{**measure.params, "judged_only": False})], qrels, run)}
+        direct = dict(zip(report.query_ids, report[str(measure)].per_query.tolist()))
+        for metric in pytrec.iter_calc([measure], qrels, run):
+            assert abs(ours[(measure, metric.query_id)] - metric.value) <= 1e-9, (measure, metric.query_id)
+            if metric.query_id in direct:
+                assert abs(direct[metric.query_id] - metric.value) <= 1e-9, (measure, metric.query_id)
+            changed += abs(plain[metric.query_id] - metric.value) > 1e-9
+    assert changed >= 50  # dropping the unjudged documents changes values: the parameter is exercised
