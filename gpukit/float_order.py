@@ -12,6 +12,9 @@ float32 scores with this map:
   signed-integer order is float order (IEEE 754: for non-negative floats
   the bits already ascend with the value).
 
+The same map on the int64 bits of float64 values (:func:`signed_order_bits64`)
+ranks fused runs (:mod:`gpukit.fusion.row_sort`).
+
 NaN has no place in this order; callers exclude it.
 """
 from __future__ import annotations
@@ -22,3 +25,8 @@ def signed_order_bits(bits):
     order is the floats' order. The same operators on a NumPy int32 array and
     a torch int32 tensor; returns a new array."""
     return bits ^ ((bits >> 31) & 0x7FFFFFFF)
+
+
+def signed_order_bits64(bits):
+    """:func:`signed_order_bits` for int64 patterns of float64 values."""
+    return bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFF)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gpukit.fusion.combine import Entries
+from gpukit.fusion.combine import Entries, segments
 
 
 @dataclass(frozen=True)
@@ -36,19 +36,14 @@ class Candidates:
 
 
 def dense_candidates(entries: Entries, n_runs: int, borda: str | None) -> Candidates:
-    """The :class:`Candidates` of a slice's entries (``runs`` and ``ranks``
-    set). ``borda``: ``"norm"`` (borda normalisation: entries' values are
+    """The :class:`Candidates` of a slice's entries. ``borda``: ``"norm"`` (borda normalisation: entries' values are
     computed here from ranks), ``"method"`` (BordaFuse points) or ``None``."""
-    keys, perm = torch.sort(entries.keys, dim=1, descending=True, stable=True)
-    rows, width = keys.shape
-    valid = keys >= 0
-    new = valid.clone()
-    new[:, 1:] &= keys[:, 1:] != keys[:, :-1]
-    seg = torch.cumsum(new, 1) - 1
-    n_cand = new.sum(1, keepdim=True)
-    u = int(n_cand.max()) if rows else 0
-    runs = entries.runs.gather(1, perm)
-    ranks = entries.ranks.gather(1, perm)
+    sg = segments(entries.keys)
+    keys, valid, seg = sg.keys, sg.valid, sg.seg
+    rows, u = keys.shape[0], sg.width - 1
+    n_cand = sg.n_cand
+    runs = entries.runs[sg.perm]
+    ranks = entries.ranks[sg.perm]
     lengths = entries.lengths.to(torch.float64)
     nc = n_cand.to(torch.float64).clamp(min=1)
     if borda == "norm":
@@ -58,7 +53,7 @@ def dense_candidates(entries: Entries, n_runs: int, borda: str | None) -> Candid
         value = nc - ranks
         fill = (nc - lengths + 1.0) / 2.0
     else:
-        value = entries.values.gather(1, perm)
+        value = entries.values.gather(1, sg.perm)
         fill = torch.zeros(rows, n_runs, dtype=torch.float64, device=keys.device)
     row = torch.arange(rows, device=keys.device)[:, None].expand_as(seg)
     r, s, k = row[valid], seg[valid], runs[valid]

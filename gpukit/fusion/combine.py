@@ -1,8 +1,9 @@
 """The fusion kernel: one slice of queries, every run at once, no per-query loop.
 
 The runs' (R, K_i) rows are laid side by side into one (R, M) row per query
-(M = sum of K_i), and each row is sorted by doc key: the entries of one
-document become neighbours (a segment; a run ranks a document at most
+(M = sum of K_i), and each row is sorted by doc key (descending, stable;
+both sorts are one-dimensional radix sorts of packed keys, see
+:mod:`gpukit.fusion.row_sort`): the entries of one document become neighbours (a segment; a run ranks a document at most
 once, so a segment holds at most N entries, one per run, in run order).
 Per-document sums, counts, maxima... are then scatter reductions over the
 segments, the same ops on CPU and CUDA. The fused row is finally put in
@@ -11,7 +12,7 @@ order already, so ties end up by doc id descending, trec_eval's order.
 
 Values that need the query's candidate count n_c (BordaFuse, borda
 normalisation) are computed after the key sort, from each entry's rank and
-run, carried through it.
+run, read through the sort's permutation from per-column tables.
 """
 from __future__ import annotations
 
@@ -20,21 +21,59 @@ from dataclasses import dataclass
 import torch
 
 from gpukit.fusion.methods import BAYES_MIN_LOG_ODDS, MethodSpec
+from gpukit.fusion.row_sort import descending_keys, ranking_order
 
 
 @dataclass(frozen=True)
 class Entries:
-    """One slice's entries, every run side by side: (R, M) tensors."""
+    """One slice's entries, every run side by side: (R, M) tensors, and what
+    each of the M columns is."""
 
     keys: torch.Tensor  # int64 doc keys, -1 padding
     values: torch.Tensor | None  # float64 value of each entry (None: computed after the sort)
-    runs: torch.Tensor | None  # int64 run of each entry (when the method needs it)
-    ranks: torch.Tensor | None  # float64 rank of each entry in its run (borda values)
+    runs: torch.Tensor  # (M,) int64 run of each column
+    ranks: torch.Tensor  # (M,) float64 rank of each column in its run's row
     lengths: torch.Tensor  # (R, N) int64 documents of each run's row
 
 
 def _seg_sum(seg: torch.Tensor, x: torch.Tensor, width: int) -> torch.Tensor:
     return torch.zeros(seg.shape[0], width, dtype=x.dtype, device=x.device).scatter_add_(1, seg, x)
+
+
+@dataclass(frozen=True)
+class Segments:
+    """A slice's entries sorted by doc key (descending, stable: a document's
+    entries in run order), and the segment (candidate) of each.
+
+    Attributes:
+        keys: (R, M) sorted keys, -1 padding last.
+        perm: (R, M) column of each sorted entry in the unsorted layout.
+        valid: (R, M) the entry is a document.
+        new: (R, M) the entry starts a segment.
+        seg: (R, M) segment of each entry; padding: ``width - 1``, a spare one.
+        n_cand: (R, 1) candidates of each query.
+        width: U + 1, U the slice's largest candidate count.
+    """
+
+    keys: torch.Tensor
+    perm: torch.Tensor
+    valid: torch.Tensor
+    new: torch.Tensor
+    seg: torch.Tensor
+    n_cand: torch.Tensor
+    width: int
+
+
+def segments(keys: torch.Tensor) -> Segments:
+    """The :class:`Segments` of (R, M) doc keys (one host read: U)."""
+    keys, perm = descending_keys(keys)
+    valid = keys >= 0
+    new = valid.clone()
+    new[:, 1:] &= keys[:, 1:] != keys[:, :-1]
+    n_cand = new.sum(1, keepdim=True)
+    u = int(n_cand.max()) if keys.shape[0] else 0
+    seg = torch.where(valid, torch.cumsum(new, 1) - 1, u)
+    return Segments(keys, perm, valid, new, seg, n_cand, u + 1)
 
 
 def fuse_slice(
@@ -43,24 +82,17 @@ def fuse_slice(
     """(R, U) fused doc keys (-1 padding) and float64 scores of one slice,
     each row in ranking order (score desc, key desc); U is the slice's
     largest candidate count."""
-    keys, perm = torch.sort(entries.keys, dim=1, descending=True, stable=True)
-    rows, width = keys.shape
-    valid = keys >= 0
-    new = valid.clone()
-    new[:, 1:] &= keys[:, 1:] != keys[:, :-1]
-    # Segment of each entry; padding goes to a spare last column.
-    seg = torch.cumsum(new, 1) - 1
-    seg = torch.where(valid, seg, width)
-    out_width = width + 1
-    n_cand = new.sum(1, keepdim=True)  # candidates of each query
-    runs = entries.runs.gather(1, perm) if entries.runs is not None else None
+    sg = segments(entries.keys)
+    keys, valid, seg, out_width = sg.keys, sg.valid, sg.seg, sg.width
+    rows = keys.shape[0]
+    runs = entries.runs[sg.perm] if spec.weighted or entries.values is None or spec.name == "bayesfuse" else None
     n_runs = entries.lengths.shape[1]
     lengths = entries.lengths.to(torch.float64)
 
     fills = None  # (R, N) value of a run for a candidate it does not rank
     if spec.value == "borda" or borda_norm:
-        rank = entries.ranks.gather(1, perm)
-        nc = n_cand.to(torch.float64)
+        rank = entries.ranks[sg.perm]
+        nc = sg.n_cand.to(torch.float64)
         if borda_norm:
             values = 1.0 - rank / nc.clamp(min=1)
             fills = 0.5 - (lengths - 1.0) / (2.0 * nc.clamp(min=1))
@@ -69,17 +101,16 @@ def fuse_slice(
             fills = (nc - lengths + 1.0) / 2.0
         values = values.masked_fill_(~valid, 0.0)
     else:
-        values = entries.values.gather(1, perm)
+        values = entries.values.gather(1, sg.perm)
         if spec.name == "bayesfuse":
             fills = torch.full((rows, n_runs), BAYES_MIN_LOG_ODDS, dtype=torch.float64, device=keys.device)
 
     fused = _combine(spec, params, values, valid, seg, out_width, runs, weights, fills, borda_norm, n_runs)
 
     doc_keys = torch.full((rows, out_width), -1, dtype=torch.int64, device=keys.device).scatter_(1, seg, keys)
-    u = int(n_cand.max()) if rows else 0  # one host read per slice
-    doc_keys, fused = doc_keys[:, :u], fused[:, :u]
+    doc_keys, fused = doc_keys[:, :-1], fused[:, :-1]
     present = doc_keys >= 0
-    order = torch.sort(fused.masked_fill(~present, -torch.inf), dim=1, descending=True, stable=True).indices
+    order = ranking_order(fused, present)
     return doc_keys.gather(1, order), fused.gather(1, order).masked_fill_(~present.gather(1, order), 0.0)
 
 

@@ -54,6 +54,9 @@ from gpukit.errors import UsageError
 
 _REQUIRED = object()
 
+#: Parameters holding one entry (a number or a table) per run.
+PER_RUN_PARAMS = ("map_scores", "probs", "log_odds")
+
 
 @dataclass(frozen=True)
 class MethodSpec:
@@ -80,6 +83,11 @@ class MethodSpec:
     @property
     def rank_based(self) -> bool:
         return self.value != "score"
+
+    @property
+    def per_run(self) -> bool:
+        """Whether each run values its documents with its own table (``map_scores``, ``probs``, ``log_odds``)."""
+        return any(name in PER_RUN_PARAMS for name, _ in self.params)
 
 
 METHODS: dict[str, MethodSpec] = {
@@ -152,7 +160,7 @@ def resolve_params(spec: MethodSpec, params: Mapping[str, Any], n_runs: int) -> 
         if value is _REQUIRED:
             raise UsageError(f"fusion method {spec.name!r} needs the parameter {name!r}")
         out[name] = value
-    for name in ("map_scores", "probs", "log_odds"):
+    for name in PER_RUN_PARAMS:
         if name in out:
             per_run = out[name]
             if len(per_run) != n_runs:
@@ -207,12 +215,14 @@ def prepare(spec: MethodSpec, params: dict[str, Any], device: torch.device) -> d
 def run_values(spec: MethodSpec, params: dict[str, Any], run: int, scores: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """(R, K) values that run ``run`` gives its ranked documents (0 on padding):
     ``scores`` are its normalised scores, columns its ranks (rows in ranking
-    order). Not for ``"borda"`` methods, whose values need the candidates."""
+    order). Not for ``"borda"`` methods, whose values need the candidates.
+    Without per-run parameters (``spec.per_run`` False) the values do not
+    depend on ``run``: (R, N, K) rows of N runs at once give (R, N, K) values."""
     if spec.value == "score":
         return scores
     dtype = torch.float64
-    rank = torch.arange(scores.shape[1], device=scores.device, dtype=dtype).expand_as(scores)
-    n = valid.sum(1, keepdim=True)
+    rank = torch.arange(scores.shape[-1], device=scores.device, dtype=dtype).expand_as(scores)
+    n = valid.sum(-1, keepdim=True)
     name = spec.name
     if name == "rrf":
         out = 1.0 / (params["k"] + rank + 1.0)

@@ -1,6 +1,7 @@
 """Score normalisation of a run's rows before fusion, as batched tensor ops.
 
-Each function takes one run's rows as (R, K) float64 ``scores`` with a
+Each function takes one run's rows as (R, K) float64 ``scores`` (or several
+runs' of one depth, (R, N, K): everything is per row of the last dimension) with a
 ``valid`` mask (documents; padding is False, always at a row's end, rows in
 ranking order: score descending, ties by doc id descending) and returns the
 normalised (R, K) values, 0 on padding. Per row, over its n documents
@@ -60,11 +61,11 @@ def norm_name(norm: str | None) -> str | None:
 
 
 def _masked_max(scores: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    return scores.masked_fill(~valid, -torch.inf).amax(1, keepdim=True)
+    return scores.masked_fill(~valid, -torch.inf).amax(-1, keepdim=True)
 
 
 def _masked_min(scores: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    return scores.masked_fill(~valid, torch.inf).amin(1, keepdim=True)
+    return scores.masked_fill(~valid, torch.inf).amin(-1, keepdim=True)
 
 
 def normalise(scores: torch.Tensor, valid: torch.Tensor, norm: str | None) -> torch.Tensor:
@@ -73,8 +74,8 @@ def normalise(scores: torch.Tensor, valid: torch.Tensor, norm: str | None) -> to
     if norm is None:
         return scores.masked_fill(~valid, 0.0)
     if norm == "rank":
-        n = valid.sum(1, keepdim=True).clamp(min=1).to(scores.dtype)
-        rank = torch.arange(scores.shape[1], device=scores.device, dtype=scores.dtype)
+        n = valid.sum(-1, keepdim=True).clamp(min=1).to(scores.dtype)
+        rank = torch.arange(scores.shape[-1], device=scores.device, dtype=scores.dtype)
         return (1.0 - rank / n).masked_fill_(~valid, 0.0)
     if norm in ("min-max", "min-max-inverted"):
         hi, lo = _masked_max(scores, valid), _masked_min(scores, valid)
@@ -84,14 +85,14 @@ def normalise(scores: torch.Tensor, valid: torch.Tensor, norm: str | None) -> to
         out = scores / _masked_max(scores, valid).clamp(min=FLOOR)
     elif norm == "sum":
         lo = _masked_min(scores, valid)
-        n = valid.sum(1, keepdim=True).to(scores.dtype)
-        total = scores.masked_fill(~valid, 0.0).sum(1, keepdim=True)
+        n = valid.sum(-1, keepdim=True).to(scores.dtype)
+        total = scores.masked_fill(~valid, 0.0).sum(-1, keepdim=True)
         out = (scores - lo) / (total - lo * n).clamp(min=FLOOR)
     elif norm == "zmuv":
-        n = valid.sum(1, keepdim=True).clamp(min=1).to(scores.dtype)
-        mean = scores.masked_fill(~valid, 0.0).sum(1, keepdim=True) / n
+        n = valid.sum(-1, keepdim=True).clamp(min=1).to(scores.dtype)
+        mean = scores.masked_fill(~valid, 0.0).sum(-1, keepdim=True) / n
         centred = (scores - mean).masked_fill_(~valid, 0.0)
-        std = torch.sqrt((centred * centred).sum(1, keepdim=True) / n)
+        std = torch.sqrt((centred * centred).sum(-1, keepdim=True) / n)
         out = centred / std.clamp(min=FLOOR)
     else:  # pragma: no cover - norm_name admits nothing else
         raise UsageError(f"normalisation {norm!r} is applied during fusion")
@@ -104,4 +105,4 @@ def inverted_order(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     value descending (the original scores ascending); tied documents keep
     the run's order among them (doc id descending), padding last. One
     stable sort of a row already in ranking order."""
-    return torch.sort(values.masked_fill(~valid, -torch.inf), dim=1, descending=True, stable=True).indices
+    return torch.sort(values.masked_fill(~valid, -torch.inf), dim=-1, descending=True, stable=True).indices

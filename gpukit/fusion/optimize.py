@@ -174,7 +174,7 @@ def _candidates(aligned, spec, norm) -> Candidates:
     parts = []
     for lo in range(0, aligned.num_queries, step):
         hi = min(lo + step, aligned.num_queries)
-        entries = slice_entries(aligned, lo, hi, values_spec, norm, {}, need_runs=True, with_ranks=True)
+        entries = slice_entries(aligned, lo, hi, values_spec, norm, {})
         parts.append(dense_candidates(entries, aligned.num_runs, borda))
     width = max(p.keys.shape[1] for p in parts)
 

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fusion_ranx import (
-    assert_ranking_order,
-    assert_same_values,
-    gpukit_runs,
-    random_run_dicts,
-    ranx_runs,
-)
+import torch
 
 import gpukit
 from gpukit.fusion import METHODS, NORMS
+from gpukit.io.doc_space import PackedIds
+
+from fusion_ranx import assert_ranking_order, assert_same_values, gpukit_runs, random_run_dicts, ranx_runs
 
 ranx = pytest.importorskip("ranx")
 
@@ -126,3 +123,25 @@ def test_normalisation_matches_ranx_norm(norm):
     for q, docs in expected.items():
         for doc, value in docs.items():
             assert abs(got[q][doc] - value) <= 1e-9, (q, doc, got[q][doc], value)
+
+
+@pytest.mark.parametrize("ids", ["numeric", "eight_bytes"])
+@pytest.mark.parametrize("method", ["sum", "rrf", "mnz", "med", "bordafuse"])
+def test_ids_spanning_the_packed_key_range(ids, method):
+    # Packed keys of 1-7 digit ids span ~2^60: the key sort shifts out their
+    # zero eighth byte to pack the row above them; random 8-byte ids span
+    # ~2^63 with no shared zero bit: it falls back to a comparison sort.
+    rng = np.random.default_rng(11)
+    if ids == "numeric":
+        names = {"1", "9999999"} | {str(int(x)) for x in rng.integers(1, 10 ** rng.integers(1, 8, 400))}
+    else:
+        names = {"!!!!!!!!", "~~~~~~~~"} | {"".join(chr(c) for c in rng.integers(0x21, 0x7F, 8)) for _ in range(400)}
+    names = sorted(names)
+    names = [names[0], names[-1], *rng.choice(names[1:-1], 38, replace=False).tolist()]
+    rename = {f"d{i}": names[i] for i in range(40)}
+    dicts = [{q: {rename[d]: s for d, s in docs.items()} for q, docs in run.items()} for run in random_run_dicts(5, n_runs=3, n_queries=20)]
+    runs = gpukit_runs(dicts)
+    assert all(isinstance(r.doc_space, PackedIds) for r in runs)
+    codes = torch.cat([r.doc_codes[r.doc_codes >= 0] for r in runs])
+    assert (int(codes.max()) - int(codes.min())).bit_length() >= 59
+    _compare(dicts, method, "min-max", 5)
