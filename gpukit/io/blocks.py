@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from typing import Callable, Iterator
 
-from gpukit.errors import ECHO_CHARS
+from gpukit.errors import ECHO_CHARS, LineTooLong
 
 #: Bytes read per step when newlines are counted for an error message.
 _COUNT_READ = 64 << 20
@@ -34,15 +34,6 @@ def skip_to(fh: io.BufferedIOBase, offset: int) -> None:
         fh.seek(offset)
     else:  # pragma: no cover - gzip streams are seekable, kept for safety
         fh.read(offset)
-
-
-class LineTooLong(Exception):
-    """Raised by the block readers: the line at file offset ``offset`` is too long."""
-
-    def __init__(self, offset: int, head: bytes) -> None:
-        super().__init__(offset)
-        self.offset = offset
-        self.head = head
 
 
 def long_line(buf, start: int, end: int, limit: int) -> int:

@@ -50,9 +50,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from gpukit.errors import InputFormatError
+from gpukit.errors import InputFormatError, LineTooLong
 from gpukit.io.arrow_numpy import plain_int64, value_offsets
-from gpukit.io.blocks import LineTooLong, count_newlines, read_blocks, skip_to
+from gpukit.io.blocks import count_newlines, read_blocks, skip_to
 from gpukit.io.compressed import gzip_errors, is_gzip, open_gzip
 from gpukit.io.line_errors import BOM, _diagnose, _is_data_line, line_too_long
 from gpukit.io.spooled_input import _remove, _spool
