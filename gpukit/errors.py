@@ -92,3 +92,14 @@ class TrecEvalError(GpukitError):
         self.lines = list(lines)
         self.exit_code = exit_code
         super().__init__("; ".join(self.lines))
+
+
+class LineTooLong(Exception):
+    """Internal signal of :func:`gpukit.io.blocks.read_blocks`: the line at file
+    offset ``offset`` is too long. The text-table reader turns it into an
+    :class:`InputFormatError` naming the line; it never reaches users."""
+
+    def __init__(self, offset: int, head: bytes) -> None:
+        super().__init__(offset)
+        self.offset = offset
+        self.head = head

@@ -219,45 +219,16 @@ def string_codes_or_runs(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray
     runs = string_code_runs(chunks)
     if runs is not None:
         return runs, runs.vocab
-    if n <= _SMALL_CODES:
-        return _small_codes(chunks)
     packed = _packed_codes(chunks, n)
     if packed is None:
         return _hash_codes(chunks)
     return packed
 
 
-#: Columns up to this many strings are coded with Python's sort: below it the
-#: fixed cost of the vectorised passes exceeds sorting the strings themselves
-#: (a run's query ids: ~100 distinct heads).
-_SMALL_CODES = 2048
 #: Columns longer than this are first checked for runs of equal ids (two
 #: vectorised passes): a small run's ~2,000 query ids are ~60 runs, whose
 #: heads Python codes in a tenth of the time of every id.
 _SMALL_GROUPED = 64
-
-
-def _small_codes(chunks: list[pa.Array]) -> tuple[np.ndarray, pa.Array]:
-    """:func:`string_codes` of a few strings by Python's sort. Code point
-    order of ``str`` is the byte order of their UTF-8 encodings."""
-    strings = [s for c in chunks for s in c.to_pylist()]
-    vocab = sorted(set(strings))
-    index = {s: i for i, s in enumerate(vocab)}
-    codes = np.fromiter((index[s] for s in strings), dtype=np.int32, count=len(strings))
-    encoded = [s.encode("utf-8") for s in vocab]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    data = b"".join(encoded)
-    if offsets[-1] >= 2**31 - 1:  # pragma: no cover - a few strings of over 1 MiB each
-        return _hash_codes(chunks)
-    # Built from buffers: pa.array() on a Python list imports pandas when it is installed.
-    array = pa.StringArray.from_buffers(len(encoded), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data))
-    return codes, array
-
-
-#: Lookups of up to this many strings (values and vocabulary together) go
-#: through a Python dict (a run's ~100 query ids against the qrels').
-_SMALL_LOOKUP = 1024
 
 
 def lookup_codes(values: pa.Array, vocab: pa.Array) -> np.ndarray:
@@ -271,11 +242,6 @@ def lookup_codes(values: pa.Array, vocab: pa.Array) -> np.ndarray:
     out = np.full(len(values), -1, dtype=np.int64)
     if len(values) == 0 or len(vocab) == 0:
         return out
-    if (len(values) + len(vocab) <= _SMALL_LOOKUP and pa.types.is_string(values.type) and pa.types.is_string(vocab.type)
-            and not values.null_count and not vocab.null_count):
-        # A dict of a few strings beats the key building's dozens of array passes.
-        index = dict(zip(reversed(vocab.to_pylist()), range(len(vocab) - 1, -1, -1)))  # the first of equal ids
-        return np.fromiter((index.get(s, -1) for s in values.to_pylist()), dtype=np.int64, count=len(values))
     v_chunks, h_chunks = string_chunks(values), string_chunks(vocab)
     width = key_width(v_chunks + h_chunks)
     if width is None:

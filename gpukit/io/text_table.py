@@ -44,14 +44,15 @@ import stat
 import sys
 import weakref
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from gpukit.errors import ECHO_CHARS, InputFormatError
+from gpukit.errors import InputFormatError, LineTooLong
 from gpukit.io.arrow_numpy import plain_int64, value_offsets
+from gpukit.io.blocks import count_newlines, read_blocks, skip_to
 from gpukit.io.compressed import gzip_errors, is_gzip, open_gzip
 from gpukit.io.line_errors import BOM, _diagnose, _is_data_line, line_too_long
 from gpukit.io.spooled_input import _remove, _spool
@@ -118,7 +119,7 @@ class ParsedTable:
         offset, length, first_line, rows = self._blocks[index]
         if first_line is None:
             assert self._opener is not None
-            first_line = 1 + _count_newlines(self._opener, offset)
+            first_line = 1 + count_newlines(self._opener, offset)
             self._blocks[index] = (offset, length, first_line, rows)
         return first_line
 
@@ -129,7 +130,7 @@ class ParsedTable:
                 assert self._opener is not None
                 first_line = self._first_line(index)
                 with self._opener() as fh:
-                    _skip(fh, offset)
+                    skip_to(fh, offset)
                     block = fh.read(length)
                 if offset == 0 and block.startswith(BOM):  # skipped by the parse too
                     block = block[len(BOM):]
@@ -141,26 +142,6 @@ class ParsedTable:
                 return None
             row -= rows
         return None
-
-
-def _count_newlines(opener: Callable[[], io.BufferedIOBase], end: int) -> int:
-    """Newlines in the first ``end`` bytes of a file (slow path for error messages)."""
-    count = 0
-    with opener() as fh:
-        while end > 0:
-            data = fh.read(min(end, BLOCK_BYTES))
-            if not data:
-                break
-            count += data.count(b"\n")
-            end -= len(data)
-    return count
-
-
-def _skip(fh: io.BufferedIOBase, offset: int) -> None:
-    if fh.seekable():
-        fh.seek(offset)
-    else:  # pragma: no cover - gzip streams are seekable, kept for safety
-        fh.read(offset)
 
 
 def _normalise(block: bytes) -> bytes:
@@ -209,35 +190,6 @@ def _parse_ints(table: pa.Table, names: Sequence[str]) -> pa.Table | None:
     return table
 
 
-class _LineTooLong(Exception):
-    """Raised by the block readers: the line at file offset ``offset`` is too long."""
-
-    def __init__(self, offset: int, head: bytes) -> None:
-        super().__init__(offset)
-        self.offset = offset
-        self.head = head
-
-
-def _long_line(buf, start: int, end: int, limit: int) -> int:
-    """Start of the first line in ``buf[start:end]`` longer than ``limit``
-    bytes (newline excluded), or -1. A line longer than ``limit`` covers a
-    whole window of ``limit // 2`` bytes without a newline, so one memchr per
-    window suffices; only such a window is measured exactly."""
-    step = max(limit // 2, 1)
-    pos = start
-    while pos + step <= end:
-        if buf.find(b"\n", pos, pos + step) >= 0:
-            pos += step
-            continue
-        line_start = max(start, buf.rfind(b"\n", start, pos) + 1)
-        nl = buf.find(b"\n", pos + step, min(end, line_start + limit + 1))
-        line_end = nl if nl >= 0 else min(end, line_start + limit + 1)
-        if line_end - line_start > limit:
-            return line_start
-        pos = line_end + 1
-    return -1
-
-
 def _cut_extra_fields(block: bytes, n_fields: int) -> bytes:
     """Drop everything after the ``n_fields``-th field of each (normalised) line."""
     pattern = re.compile(rb"^((?:[^ \n]+ ){%d}[^ \n]+) [^\n]*" % (n_fields - 1), re.MULTILINE)
@@ -283,54 +235,6 @@ def _has_bom(buf: bytearray, start: int, end: int) -> bool:
             return True
         at = buf.find(b"\xef", at + 1, end)
     return False
-
-
-def _fill(fh: io.BufferedIOBase, view: memoryview) -> int:
-    """Read into ``view`` until it is full or the stream ends; bytes read."""
-    got = 0
-    while got < len(view):
-        n = fh.readinto(view[got:])
-        if not n:
-            break
-        got += n
-    return got
-
-
-def _blocks(fh: io.BufferedIOBase, size_hint: int | None = None) -> Iterator[tuple[int, bytearray, int]]:
-    """``(file offset, buffer, length)`` of each block of a stream: the block
-    is ``buffer[:length]``, cut after its last newline (the rest carried into
-    the next block). One buffer serves every block (no fresh pages per block):
-    a block is valid until the next is read; ``size_hint`` (the text's size,
-    if known) bounds the buffer. Raises :class:`_LineTooLong`."""
-    buf = bytearray(min(BLOCK_BYTES, size_hint + 1 if size_hint is not None else BLOCK_BYTES) + MAX_LINE_BYTES + 1)
-    view = memoryview(buf)
-    offset, held = 0, 0  # held: carried bytes at the buffer's start
-    try:
-        while True:
-            got = _fill(fh, view[held : held + len(buf) - MAX_LINE_BYTES - 1])
-            end = held + got
-            if got == 0:
-                if held:
-                    if held > MAX_LINE_BYTES and _long_line(buf, 0, held, MAX_LINE_BYTES) >= 0:
-                        raise _LineTooLong(offset, bytes(buf[: 4 * ECHO_CHARS]))
-                    yield offset, buf, held
-                return
-            cut = buf.rfind(b"\n", 0, end) + 1
-            if cut == 0:  # no newline yet: one line longer than a block, or a line too long
-                if end > MAX_LINE_BYTES:
-                    raise _LineTooLong(offset, bytes(buf[: 4 * ECHO_CHARS]))
-                held = end
-                continue
-            long = _long_line(buf, 0, cut, MAX_LINE_BYTES)
-            if long >= 0:
-                raise _LineTooLong(offset + long, bytes(buf[long : long + 4 * ECHO_CHARS]))
-            if end - cut > MAX_LINE_BYTES:  # the unfinished last line is already too long
-                raise _LineTooLong(offset + cut, bytes(buf[cut : cut + 4 * ECHO_CHARS]))
-            yield offset, buf, cut
-            view[: end - cut] = bytes(view[cut:end])  # at most one line
-            held, offset = end - cut, offset + cut
-    finally:
-        view.release()
 
 
 def read_table(path: str | os.PathLike, columns: Sequence[Column], what: str, rest_of_line_ignored: bool = False) -> ParsedTable:
@@ -451,7 +355,7 @@ class _BlockParser:
         block = bytes(buf[start:length])
 
         def bad_line() -> InputFormatError:
-            line_no = 1 + _count_newlines(self.opener, offset)
+            line_no = 1 + count_newlines(self.opener, offset)
             return _diagnose(self.source, block, line_no, self.columns, self.what, self.rest)
 
         text = _normalise(block)
@@ -486,12 +390,12 @@ def _read_file(source: str, file: str, columns: Sequence[Column], what: str, res
     except OSError as exc:
         raise InputFormatError(source, None, f"cannot open: {exc}") from None
     with fh:
-        reader = _blocks(fh, None if gzipped else size)
+        reader = read_blocks(fh, BLOCK_BYTES, MAX_LINE_BYTES, None if gzipped else size)
         while True:
             try:
                 item = next(reader, None)
-            except _LineTooLong as exc:
-                raise line_too_long(source, 1 + _count_newlines(opener, exc.offset), exc.head, MAX_LINE_BYTES) from None
+            except LineTooLong as exc:
+                raise line_too_long(source, 1 + count_newlines(opener, exc.offset), exc.head, MAX_LINE_BYTES) from None
             except gzip_errors() as exc:  # a damaged deflate stream
                 raise InputFormatError(source, None, f"cannot read (corrupt gzip?): {exc}") from None
             if item is None:

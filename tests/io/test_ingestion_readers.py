@@ -301,14 +301,12 @@ STRING_CASES = {
 }
 
 
-@pytest.fixture(params=["python-sort", "default", "tiny-slices"])
+@pytest.fixture(params=["default", "runs-checked", "tiny-slices"])
 def slices(request, monkeypatch):
-    """The Python sort (and dict lookup) of small columns, the sort-key path, and
-    the latter with slices of a few rows, so every slice boundary is crossed."""
-    if request.param != "python-sort":
-        monkeypatch.setattr(sc, "_SMALL_CODES", 0)  # these columns are small: force the sort-key path
+    """The sort-key path; with short columns also checked for runs of equal
+    ids; and with slices of a few rows, so every slice boundary is crossed."""
+    if request.param != "default":
         monkeypatch.setattr(sc, "_SMALL_GROUPED", 0)
-        monkeypatch.setattr(sc, "_SMALL_LOOKUP", 0)
     if request.param == "tiny-slices":
         monkeypatch.setattr(byte_keys, "_SLICE_ROWS", 3)
         monkeypatch.setattr(byte_keys, "_SCAN_ROWS", 5)
@@ -331,7 +329,6 @@ def test_string_codes_match_python(case, kind, slices):
 def test_string_codes_over_several_sort_passes(monkeypatch, slices):
     # Tiny key capacities force the multi-pass path (rank of the previous pass
     # as the high digits of the next one) on every case.
-    monkeypatch.setattr(sc, "_SMALL_CODES", 0)
     monkeypatch.setattr(byte_keys, "_MAX_SORT_PASSES", 12)
     monkeypatch.setattr(sc, "pass_capacities", lambda rowbits: [9] + [rowbits + 9] * 11)
     rng = random.Random(5)
@@ -348,7 +345,6 @@ def test_string_codes_over_several_sort_passes(monkeypatch, slices):
 
 
 def test_string_codes_fallback_when_keys_do_not_fit(monkeypatch):
-    monkeypatch.setattr(sc, "_SMALL_CODES", 0)
     monkeypatch.setattr(byte_keys, "_MAX_SORT_PASSES", 1)
     monkeypatch.setattr(sc, "pass_capacities", lambda rowbits: [8])
     strings = STRING_CASES["hex"](random.Random(1), 200)
