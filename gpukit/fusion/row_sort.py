@@ -14,8 +14,8 @@ exactly ``torch.sort(x, dim=1, descending=True, stable=True)``.
 * doc keys (int64, -1 padding): the code of a key is ``(hi - key) >> shift``
   (``hi`` the slice's largest key; ``shift`` the trailing zero bits every
   ``hi - key`` shares, e.g. the zero padding of short packed ids), padding
-  one past the largest code. When the row and code bits exceed 63 the
-  comparison sort is used instead.
+  one past the largest code. When the row and code bits exceed 63, and
+  off the CPU (the range is a host read), ``torch.sort`` is used instead.
 * scores (float64): the bits of a float, its magnitude flipped when
   negative, ascend with it (:mod:`gpukit.float_order`); their complement
   descends. With no room left for the row, a chunk is sorted twice, by
@@ -53,7 +53,10 @@ def descending_keys(keys: torch.Tensor, chunk: int | None = None) -> tuple[torch
     int64 keys (-1 padding, every other key >= 0): sorted keys and the (R, M)
     column permutation."""
     rows, width = keys.shape
-    if keys.numel() == 0:
+    # The packing needs the keys' range on the host; off the CPU that read
+    # would sync the device once per fused slice, and torch.sort along a
+    # dimension is already a segmented radix sort there.
+    if keys.numel() == 0 or keys.device.type != "cpu":
         return torch.sort(keys, dim=1, descending=True, stable=True)
     valid = keys >= 0
     hi, lo = (int(v) for v in torch.stack([keys.amax(), keys.masked_fill(~valid, torch.iinfo(torch.int64).max).amin()]).tolist())

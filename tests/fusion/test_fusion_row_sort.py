@@ -67,3 +67,13 @@ def test_ranking_order_is_a_stable_descending_sort(rows, width, chunk, seed):
     present = torch.rand(rows, width, generator=gen) < 0.8
     want = torch.sort(scores.masked_fill(~present, -torch.inf), dim=1, descending=True, stable=True).indices
     assert torch.equal(ranking_order(scores, present, chunk=chunk), want)
+
+
+def test_key_sort_reads_nothing_back_off_the_cpu():
+    """Off the CPU the key sort is torch.sort itself and reads nothing back
+    (the radix path's key range is a host read: two more CUDA syncs per fused
+    slice beside the slice's one read of its candidate count). On the meta
+    device any host read raises, so this fails if one remains."""
+    keys = torch.tensor([[5, -1, 3, 3], [-1, -1, -1, -1], [0, 9, 2, 7]], dtype=torch.int64)
+    out, perm = descending_keys(keys.to("meta"))
+    assert out.device.type == "meta" and out.shape == keys.shape and perm.shape == keys.shape
