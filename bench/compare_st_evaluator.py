@@ -18,7 +18,7 @@ runs both back to back, so it is the steadier figure on a shared machine).
 * scifact: SciFact test (300 queries, 5,183 documents, its qrels); fixed
   random 384-d document vectors, a query's vector is the mean of its relevant
   documents' plus noise (:data:`NOISE`) (the all-MiniLM-L6-v2 scores need minutes of CPU
-  encoding; tests/compat/test_compat_sentence_transformers.py checks the numbers
+  encoding; tests/compat/test_sentence_transformers.py checks the numbers
   with the real model).
 * synthetic: ``--queries`` x ``--docs``, 5 relevant documents a query, the
   same kind of vectors.

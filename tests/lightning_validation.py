@@ -1,4 +1,4 @@
-"""A Lightning validation loop logging gpukit's torchmetrics classes (run by test_compat_torchmetrics).
+"""A Lightning validation loop logging gpukit's torchmetrics classes (run by tests/compat/test_torchmetrics.py).
 
 ``validate(devices)`` runs ``Trainer.validate`` in this process (devices=1)
 or in forked workers ("ddp_fork": gloo on CPU; forking reuses the imports,

@@ -39,7 +39,7 @@ on the same device and thread settings (the same shapes, the same kernels: what
 :class:`~gpukit.index.streamed.HostStreamedIndex`'s equality rests on).
 Otherwise two chunkings differ only by such rounding-level score
 differences and the order they give to documents that close
-(``tests/index/test_index_exact.py``).
+(``tests/index/test_exact.py``).
 """
 from __future__ import annotations
 

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 from pathlib import Path
 
 import pytest
 from fixture_paths import TESTS
+from random_collections import random_graded_collection
 from reference import rank
 
 import gpukit
@@ -128,23 +128,6 @@ def _read_run(path: Path) -> dict:
     return out
 
 
-def _random_collection(seed: int = 3):
-    rng = random.Random(seed)
-    pool = [f"d{i:03d}" for i in range(200)]
-    qrels, run = {}, {}
-    for q in (str(n) for n in rng.sample(range(1, 500), 24)):
-        retrieved = rng.sample(pool, rng.choice([2, 7, rng.randint(10, 60)]))
-        run[q] = {d: s / 997.0 for d, s in zip(retrieved, rng.sample(range(1, 10**6), len(retrieved)))}
-        judged = rng.sample(retrieved, len(retrieved) // 2) + rng.sample(pool, 8)
-        qrels[q] = {d: rng.choice([0, 0, 0, 1, 2, 3, -1]) for d in judged}
-    qrels["900"] = {"d001": 2, "d002": 0}  # judged, not in the run
-    qrels["901"] = {"d003": 0}  # R = 0
-    qrels["903"] = {"d004": 1, "d005": 3}
-    run["903"] = {"d004": 2.0, "d005": 1.0}  # every retrieved document relevant
-    run["902"] = {"d001": 1.0}  # in the run, not judged
-    return qrels, run
-
-
 def _in_gpukit_order(run: dict) -> dict:
     """Distinct scores in gpukit's ranking order (score descending, doc id descending)."""
     return {q: {d: float(100_000 - i) for i, d in enumerate(rank(docs))} for q, docs in run.items()}
@@ -153,7 +136,7 @@ def _in_gpukit_order(run: dict) -> dict:
 COLLECTIONS = {
     "trec_eval binary": lambda: (_read_qrels(DATA / "qrels.test"), _read_run(DATA / "results.test")),
     "trec_eval graded": lambda: (_read_qrels(DATA / "qrels.rel_level"), _read_run(DATA / "results.test")),
-    "random graded": _random_collection,
+    "random graded": random_graded_collection,
 }
 
 

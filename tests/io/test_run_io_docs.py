@@ -7,7 +7,7 @@ literal (floats to the places shown); ``print(...)  # text`` must print that
 line; a ```text block right after a python block is that block's output.
 Each ``gpukit ...`` line of a ```bash block runs through ``gpukit.cli.main``
 and must exit 0. The values themselves are checked against the anchor
-packages in tests/io/test_run_writer.py, test_run_formats.py, test_pooling.py,
+packages in tests/io/test_trec_writer.py, test_run_formats.py, test_pooling.py,
 test_ir_datasets_loader.py and test_judged_only.py.
 """
 from __future__ import annotations

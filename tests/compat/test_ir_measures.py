@@ -11,10 +11,10 @@ the run or the qrels, and no score ties (the anchors break ties differently).
 from __future__ import annotations
 
 import importlib.util
-import random
 import shutil
 
 import pytest
+from random_collections import random_graded_collection
 
 ir_measures = pytest.importorskip("ir_measures")
 
@@ -23,21 +23,6 @@ from gpukit.compat.ir_measures import GpukitProvider, register, to_gpukit  # noq
 ANCHORS = ["pytrec_eval", "msmarco", "judged"] + (["cwl_eval"] if importlib.util.find_spec("cwl") else []) + (["gdeval"] if shutil.which("perl") else [])
 # gdeval prints 5 decimals; the others are float64 computations of the same sums.
 TOL = {"pytrec_eval": 1e-9, "msmarco": 1e-9, "judged": 1e-9, "cwl_eval": 1e-6, "gdeval": 5.1e-6}
-
-
-def _collection(seed: int = 3):
-    rng = random.Random(seed)
-    pool = [f"d{i:03d}" for i in range(200)]
-    qrels, run = {}, {}
-    for q in (str(n) for n in rng.sample(range(1, 500), 24)):
-        retrieved = rng.sample(pool, rng.choice([2, 7, rng.randint(10, 60)]))
-        run[q] = {d: s / 997.0 for d, s in zip(retrieved, rng.sample(range(1, 10**6), len(retrieved)))}
-        judged = rng.sample(retrieved, len(retrieved) // 2) + rng.sample(pool, 8)
-        qrels[q] = {d: rng.choice([0, 0, 0, 1, 2, 3, -1]) for d in judged}
-    qrels["900"] = {"d001": 2, "d002": 0}  # judged, not in the run
-    qrels["901"] = {"d003": 0}             # R = 0
-    run["902"] = {"d001": 1.0}              # in the run, not judged
-    return qrels, run
 
 
 def _concrete(proto):
@@ -74,7 +59,7 @@ def test_declared_measures_come_from_the_registry():
 
 
 def test_every_declared_measure_equals_the_anchor_providers():
-    qrels, run = _collection()
+    qrels, run = random_graded_collection()
     provider = GpukitProvider()
     measures = sorted({m for p in provider.SUPPORTED_MEASURES for m in _concrete(p)} |
                       {ir_measures.parse_measure(n) for n in ["nDCG(dcg='exp-log2')@10", "nDCG(gains={0:0,1:1,2:5,3:9})@5", "RBP(p=0.5)", "SetF(beta=0.5)", "SetP(relative=True)"]}, key=str)
@@ -101,7 +86,7 @@ def test_every_declared_measure_equals_the_anchor_providers():
 
 
 def test_register_puts_gpukit_first_and_calc_aggregate_matches_pytrec_eval():
-    qrels, run = _collection(5)
+    qrels, run = random_graded_collection(5)
     measures = [ir_measures.nDCG @ 10, ir_measures.AP, ir_measures.P(rel=2) @ 5, ir_measures.Rprec]
     try:
         register()
@@ -133,7 +118,7 @@ def test_judged_only_equals_the_pytrec_eval_provider():
     collection with unjudged retrieved documents and negative grades."""
     import gpukit
 
-    qrels, run = _collection(7)
+    qrels, run = random_graded_collection(7)
     measures = [ir_measures.parse_measure(n) for n in JUDGED_ONLY]
     names = {m.NAME for m in measures}
     with_param = {cls.NAME for cls in ir_measures.measures.registry.values() if "judged_only" in cls.SUPPORTED_PARAMS}
