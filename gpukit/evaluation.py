@@ -18,10 +18,9 @@ from gpukit.conventions import Convention, get_convention
 from gpukit.data.run import Run
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import MeasureError, UsageError, UsageTypeError
-from gpukit.families.spec import FORMS_RUNNING_HITS
 from gpukit.judgments import KINDS, check_kind
 from gpukit.measures import Measure, MeasureLike, parse_measures
-from gpukit.ranking import RankedJudgments, RankingParts, form_ranking_parts
+from gpukit.ranking import RankedJudgments, RankingParts
 from gpukit.report import MeasureResult, Report, describe_conventions
 
 if TYPE_CHECKING:
@@ -57,7 +56,7 @@ def compute_measures(ranking: RankedJudgments | RankingParts, measures: Sequence
     out: dict[Measure, tuple[torch.Tensor, torch.Tensor]] = {}
     # Kernels that form a shared table (the running hits) first, so that the
     # measures reading it find it formed; the order changes no value.
-    for members in sorted(groups.values(), key=lambda ms: not ms[0].spec.extra.get(FORMS_RUNNING_HITS, False)):
+    for members in sorted(groups.values(), key=lambda ms: not ms[0].spec.forms_running_hits):
         cutoffs = list(dict.fromkeys(m.cutoff for m in members))  # distinct, in order
         values, defined = members[0].spec.kernel(ranking, members[0], cutoffs)
         for m in members:

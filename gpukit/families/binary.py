@@ -12,7 +12,7 @@ from gpukit import metrics
 from gpukit.families.common import TREC_CUTOFFS, always, describe_binary, needs_relevant, trec_names
 from gpukit.families.params import BETA, REL
 from gpukit.families.registry import register
-from gpukit.families.spec import FORMS_RUNNING_HITS, Alias, Family, TrecSyntax
+from gpukit.families.spec import Alias, Family, TrecSyntax
 from gpukit.ideal_grades import NOT_JUDGED
 
 _R_RULE = "R > 0 (the query has a relevant judged document)"
@@ -20,7 +20,7 @@ _R_RULE = "R > 0 (the query has a relevant judged document)"
 
 def _shared_hits(r, m):
     """The ranking's running hits at ``m.rel`` if a measure formed them already
-    (AP and Rprec always do, and are computed first: see ``FORMS_RUNNING_HITS``),
+    (AP and Rprec always do, and are computed first: see ``Family.forms_running_hits``),
     else None and the kernel counts only the columns its cutoffs reach.
     Counts are exact either way, so the values do not depend on which is used."""
     return r.running_hits(m.rel) if r.has_running_hits(m.rel) else None
@@ -122,7 +122,7 @@ Rprec = register(Family(
     describe=describe_binary,
     trec_name=trec_names(uncut="Rprec"),
     examples=("Rprec", "Rprec(rel=2)"),
-    extra={FORMS_RUNNING_HITS: True},
+    forms_running_hits=True,
 ))
 
 RR = register(Family(
@@ -173,7 +173,7 @@ AP = register(Family(
     describe=describe_binary,
     trec_name=trec_names(cut="map_cut", uncut="map"),
     examples=("AP", "AP@3", "AP(rel=2)"),
-    extra={FORMS_RUNNING_HITS: True},
+    forms_running_hits=True,
 ))
 
 Bpref = register(Family(

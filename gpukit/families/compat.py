@@ -69,5 +69,5 @@ Compat = register(Family(
     defined_when="R > 0 (the query has a document of grade > 0); otherwise 0 under trec_eval's convention",
     describe=_describe,
     examples=("Compat", "Compat(p=0.8)", "Compat(normalize=False)", "Compat(p=0.5,normalize=False)"),
-    extra={"reads_ideal_grades": True},
+    reads_ideal_grades=True,
 ))

@@ -13,7 +13,7 @@ modules of :mod:`gpukit.families`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
@@ -127,13 +127,6 @@ class TrecSyntax:
     groups: tuple[str, ...] = ()
 
 
-#: ``Family.extra`` key: the kernel forms the ranking's running hits
-#: (``RankedJudgments.running_hits``), which P, R and Success then read
-#: instead of counting; ``compute_measures`` runs such families first (the
-#: order changes no value).
-FORMS_RUNNING_HITS = "forms_running_hits"
-
-
 @dataclass(frozen=True)
 class Family:
     """Everything about one measure family. See the module docstring."""
@@ -173,7 +166,13 @@ class Family:
     examples: tuple[str, ...] = ()
     #: Checks across a measure's parameters (raise MeasureError), run when a Measure is made.
     validate: Callable[["Measure"], None] | None = None
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: The kernel forms the ranking's running hits (``RankedJudgments.running_hits``),
+    #: which P, R and Success then read instead of counting; ``compute_measures``
+    #: runs such families first (the order changes no value).
+    forms_running_hits: bool = False
+    #: The kernel reads the ideal grades although the family is not graded
+    #: (Compat's ideal ranking): a dense batch must then sort its targets.
+    reads_ideal_grades: bool = False
 
     def __post_init__(self) -> None:
         if self.cutoff not in ("required", "optional", "none"):
@@ -193,7 +192,3 @@ class Family:
 
     def aggregate_under(self, convention: "Convention") -> str:
         return dict(self.aggregate).get(convention.name, "mean")
-
-    @property
-    def all_names(self) -> list[str]:
-        return [self.name] + [a.name for a in self.aliases] + [t.name for t in self.trec]

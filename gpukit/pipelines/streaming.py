@@ -171,7 +171,7 @@ def dense_ranking(scores: torch.Tensor, targets: torch.Tensor, measures: Sequenc
     # and IDCG@c needs only the c best grades: sort all N only for a measure
     # without a cutoff, or custom gains (which need not grow with the grade).
     # (Families that read the ideal grades themselves, e.g. Compat, say so in their record.)
-    ndcg = [m for m in measures if "ideal" in m.spec.needs and (m.is_graded or m.spec.extra.get("reads_ideal_grades"))]
+    ndcg = [m for m in measures if "ideal" in m.spec.needs and (m.is_graded or m.spec.reads_ideal_grades)]
     ndcg_cuts = [m.cutoff for m in ndcg]
     if not ndcg:
         ideal = torch.full((rows, 1), -1, dtype=torch.int32, device=scores.device)
