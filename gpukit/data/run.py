@@ -38,11 +38,12 @@ from gpukit.data.run_layout import (
     _block_layout,
     _deferred,
     _flat_rows,
-    _grouped_layout,
-    _padded_layout,
+    _group_layout,
+    _listed,
     _scores_on_codes_device,
     host_empty,
     lopsided,
+    query_groups,
 )
 from gpukit.device import DeviceLike, resolve_device
 from gpukit.errors import InputFormatError, UsageError, echo
@@ -282,12 +283,12 @@ class Run:
         if dedup not in ("error", "max", "first"):
             raise UsageError(f"dedup must be 'error', 'max' or 'first', got {dedup!r}")
         n_rows = _flat_rows(scores)
-        runs = q_codes if isinstance(q_codes, CodeRuns) else None
-        if runs is not None and runs.each_code_once():
-            lengths = np.zeros(len(q_vocab), dtype=np.int64)
-            lengths[runs.codes] = runs.lengths()
-            if not lopsided(len(q_vocab), int(lengths.max(initial=0)), n_rows):
-                codes, score_t, first_lines = _grouped_layout(runs, d_codes, scores)
+        groups = query_groups(q_codes, len(q_vocab), n_rows)
+        if groups is not None:
+            starts, group_q = groups
+            if not lopsided(len(q_vocab), int(np.diff(np.append(starts, n_rows)).max(initial=0)), n_rows):
+                # Each query's lines contiguous (the usual file): laid out without a sort.
+                codes, score_t, first_lines = _group_layout(starts, group_q, n_rows, len(q_vocab), _listed(d_codes), _listed(scores))
 
                 def rows_of(q: int, code: int) -> list[int]:
                     # Only on error (rows still in file order): the file rows of that pair.
@@ -295,8 +296,8 @@ class Run:
 
                 codes, score_t = _dedup_and_rank(codes, score_t, dedup, q_vocab, d_space, source, line_of, rows_of, distinct_pairs)
                 return cls(q_vocab, d_space, codes, score_t, name)
-        if runs is not None:
-            q_codes = runs.per_row()
+        if isinstance(q_codes, CodeRuns):
+            q_codes = q_codes.per_row()
         d_codes = d_codes.pop() if isinstance(d_codes, list) else d_codes
         flat_scores = scores.pop() if isinstance(scores, list) else scores
         if isinstance(flat_scores, ParsedScores):
@@ -308,20 +309,18 @@ class Run:
             return np.flatnonzero((q_codes == q) & (d_codes == code))[:2].tolist()
 
         lengths = np.bincount(q_codes, minlength=len(q_vocab))
-        if not lopsided(len(q_vocab), int(lengths.max(initial=0)), len(q_codes)):
-            # (Q, K) layout with each query's documents in file order, so "first" needs no sort.
-            codes, score_t = _padded_layout(q_codes, len(q_vocab), d_codes, flat_scores)
-            del flat_scores
-            codes, score_t = _dedup_and_rank(codes, score_t, dedup, q_vocab, d_space, source, line_of, rows_of, distinct_pairs)
-            return cls(q_vocab, d_space, codes, score_t, name)
+        # One (Q, K) block unless padding to the deepest ranking would be lopsided.
+        one_block = not lopsided(len(q_vocab), int(lengths.max(initial=0)), len(q_codes))
         blocks = []
-        for rows, codes, score_t in _block_layout(q_codes, lengths, d_codes, [flat_scores]):
-            names = q_vocab.take(arrow_indices(rows))
+        for rows, codes, score_t in _block_layout(q_codes, lengths, d_codes, [flat_scores], one_block):
+            names = q_vocab if one_block else q_vocab.take(arrow_indices(rows))
 
             def block_rows_of(q: int, code: int, rows=rows) -> list[int]:
                 return rows_of(int(rows[q]), code)
 
             codes, score_t = _dedup_and_rank(codes, score_t, dedup, names, d_space, source, line_of, block_rows_of, distinct_pairs)
+            if one_block:
+                return cls(q_vocab, d_space, codes, score_t, name)
             blocks.append(RunBlock(torch.from_numpy(rows), codes, score_t))
             del codes, score_t
         del flat_scores

@@ -63,20 +63,24 @@ def length_classes(lengths: np.ndarray) -> np.ndarray:
     return np.searchsorted(powers, lengths, side="left")
 
 
-def _block_layout(q_codes: np.ndarray, lengths: np.ndarray, d_codes: np.ndarray, scores: list) -> Iterator[tuple[np.ndarray, torch.Tensor, torch.Tensor]]:
+def _block_layout(
+    q_codes: np.ndarray, lengths: np.ndarray, d_codes: np.ndarray, scores: list, one_block: bool = False
+) -> Iterator[tuple[np.ndarray, torch.Tensor, torch.Tensor]]:
     """(rows, codes, scores) blocks of the queries of each length class
     (:func:`length_classes`), rows ascending, each row in file order, padded
     (-1, 0) to the class's longest row: at most twice the lines in all.
+    ``one_block``: a single (Q, K) block of every query (one class).
 
     One stable sort of the lines by (class, query); ``scores`` is a
     one-element list, emptied once copied (to free the flat scores early).
     """
-    classes = length_classes(lengths)
+    classes = np.zeros(len(lengths), dtype=np.int64) if one_block else length_classes(lengths)
     n = len(q_codes)
     row_bits, query_bits = max(1, (n - 1).bit_length()), max(1, (len(lengths) - 1).bit_length())
     if 6 + query_bits + row_bits <= 64:  # classes < 64: one direct sort of (class, query, line) keys
-        key = classes[q_codes].astype(np.uint64) << np.uint64(query_bits + row_bits)
-        key |= q_codes.astype(np.uint64) << np.uint64(row_bits)
+        key = q_codes.astype(np.uint64) << np.uint64(row_bits)
+        if not one_block:
+            key |= classes[q_codes].astype(np.uint64) << np.uint64(query_bits + row_bits)
         key |= np.arange(n, dtype=np.uint64)
         key.sort()
         order = (key & np.uint64((1 << row_bits) - 1)).astype(np.int64)
@@ -90,20 +94,21 @@ def _block_layout(q_codes: np.ndarray, lengths: np.ndarray, d_codes: np.ndarray,
     place = np.arange(n, dtype=np.int64)
     place -= np.repeat(firsts, np.diff(np.append(firsts, n)))
     del firsts
-    class_counts = np.bincount(classes[line_q], minlength=int(classes.max(initial=0)) + 1)
+    class_counts = np.array([n]) if one_block else np.bincount(classes[line_q], minlength=int(classes.max(initial=0)) + 1)
     at = 0
     for c in np.flatnonzero(class_counts):
         lines = slice(at, at + int(class_counts[c]))
         at = lines.stop
-        rows = np.flatnonzero(classes == c)
+        rows = np.arange(len(lengths), dtype=np.int64) if one_block else np.flatnonzero(classes == c)
         width = int(lengths[rows].max())
-        local = np.searchsorted(rows, line_q[lines])
-        slot = local * width + place[lines]
+        # A line's row within the block (in one block: its query code).
+        slot = line_q[lines] * width if one_block else np.searchsorted(rows, line_q[lines]) * width
+        slot += place[lines]
         codes = host_full(len(rows) * width, -1, np.int64)
         codes[slot] = d_codes[order[lines]]
         block_scores = host_full(len(rows) * width, 0.0, np.float64)
         block_scores[slot] = flat_scores[order[lines]]
-        del local, slot
+        del slot
         yield rows.astype(np.int64), torch.from_numpy(codes.reshape(len(rows), width)), torch.from_numpy(block_scores.reshape(len(rows), width))
 
 
@@ -151,20 +156,31 @@ class ParsedScores:
         return out
 
 
-def _grouped_layout(runs: CodeRuns, d_codes: list, scores: list) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
-    """(Q, K) int64 keys (-1 padding), float64 scores, each row in file order,
-    and the file row of each query's first line, for a file whose queries'
-    lines are contiguous (``runs.each_code_once()``): :func:`_group_layout`
-    of its runs."""
-    return _group_layout(runs.starts, runs.codes.astype(np.int64, copy=False), runs.num_rows, len(runs.vocab), d_codes, scores)
+def query_groups(q_codes: np.ndarray | CodeRuns, n_queries: int, n_rows: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(first row, int64 query code) of each group of a file whose queries'
+    lines are contiguous, one group per query; None if some query's lines are split."""
+    if isinstance(q_codes, CodeRuns):
+        return (q_codes.starts, q_codes.codes.astype(np.int64, copy=False)) if q_codes.each_code_once() else None
+    change = np.flatnonzero(q_codes[1:] != q_codes[:-1]) + 1 if n_rows else np.zeros(0, np.int64)
+    if len(change) != n_queries - 1:
+        return None
+    starts = np.concatenate([np.zeros(1, np.int64), change])
+    return starts, q_codes[starts].astype(np.int64)
+
+
+def _listed(values) -> list:
+    """``values`` as the one-element list the layouts empty (to free it early)."""
+    return values if isinstance(values, list) else [values]
 
 
 def _group_layout(
     starts: np.ndarray, group_q: np.ndarray, n: int, n_queries: int, d_codes: list, scores: list
 ) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
-    """:func:`_grouped_layout` of ``n`` rows in groups of one query each
-    (group ``g`` starts at row ``starts[g]`` and holds query ``group_q[g]``,
-    int64; every one of the ``n_queries`` queries has one group).
+    """(Q, K) int64 keys (-1 padding), float64 scores, each row in file order,
+    and the file row of each query's first line, for ``n`` rows in groups of
+    one query each (:func:`query_groups`: group ``g`` starts at row
+    ``starts[g]`` and holds query ``group_q[g]``, int64; every one of the
+    ``n_queries`` queries has one group).
 
     ``d_codes`` is a one-element list of a flat array, emptied (the array
     freed) once laid out, before the scores' (Q, K) array is allocated:
@@ -219,41 +235,6 @@ def _lay_out(pieces, n_queries: int, width: int, group_q: np.ndarray, place: np.
         if end % width:  # the head of a row that the next piece ends
             out[group_q[after_whole], : end % width] = values[after_whole * width - at :]
     return out
-
-
-def _padded_layout(q_codes: np.ndarray, n_queries: int, d_codes: np.ndarray, scores: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """(Q, K) int64 codes (-1 padding) and float64 scores, each row in file order.
-
-    A grouped file (each query's lines contiguous, the usual case) needs no
-    sort; when every query also has the same number of lines the flat arrays
-    are the rows already and are only permuted into query-code order.
-    Otherwise rows are ordered by one direct sort of (query code, line) keys.
-    """
-    n = len(q_codes)
-    q = q_codes
-    change = np.flatnonzero(q[1:] != q[:-1]) + 1 if n else np.zeros(0, np.int64)
-    if len(change) == n_queries - 1:
-        starts = np.concatenate([np.zeros(1, np.int64), change])
-        codes, score_t, _ = _group_layout(starts, q[starts].astype(np.int64), n, n_queries, [d_codes], [scores])
-        return codes, score_t
-    rowbits = max(1, (n - 1).bit_length())
-    packed = q.astype(np.uint64) << np.uint64(rowbits)
-    packed |= np.arange(n, dtype=np.uint64)
-    packed.sort()
-    order = (packed & np.uint64((1 << rowbits) - 1)).astype(np.int64)
-    q_sorted = (packed >> np.uint64(rowbits)).astype(np.int64)
-    del packed
-    changes = np.flatnonzero(q_sorted[1:] != q_sorted[:-1]) + 1
-    starts = np.concatenate([np.zeros(1, np.int64), changes])
-    lengths = np.diff(np.append(starts, n))
-    width = int(lengths.max()) if n else 0
-    flat = q_sorted * width + (np.arange(n, dtype=np.int64) - np.repeat(starts, lengths))
-    del q_sorted
-    codes = host_full(n_queries * width, -1, np.int64)
-    score_np = host_full(n_queries * width, 0.0, np.float64)
-    codes[flat] = d_codes[order]
-    score_np[flat] = scores[order]
-    return torch.from_numpy(codes.reshape(n_queries, width)), torch.from_numpy(score_np.reshape(n_queries, width))
 
 
 @dataclass(frozen=True, eq=False)

@@ -60,7 +60,7 @@ def grouped_lines(rng: random.Random, n_queries: int, uniform: bool, repeats: in
 @pytest.fixture
 def layouts(monkeypatch):
     used: list[str] = []
-    for name in ("_grouped_layout", "_padded_layout", "_block_layout"):
+    for name in ("_group_layout", "_block_layout"):
         real = getattr(run_mod, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -80,7 +80,7 @@ def test_grouped_file_matches_python_reading(tmp_path, layouts, seed, uniform, d
     path = tmp_path / "run.txt"
     write_run(path, lines)
     run = Run.from_trec(path, dedup=dedup)
-    assert layouts == ["_grouped_layout"]
+    assert layouts == ["_group_layout"]
     assert run.query_id_list() == sorted({q for q, _, _ in lines})
     assert gpukit_rankings(run) == reference(lines, dedup)
 
@@ -102,7 +102,7 @@ def test_duplicate_in_grouped_file_names_its_lines(tmp_path, layouts, monkeypatc
     want = rf"run.txt:{at + 2}: document '{lines[first][1]}' retrieved twice for query '{qid}' \(lines {first + 1} and {at + 2}\)"
     with pytest.raises(InputFormatError, match=want):
         Run.from_trec(path)
-    assert layouts == ["_grouped_layout"]
+    assert layouts == ["_group_layout"]
 
 
 def test_query_split_in_two_runs_is_laid_out_by_line(tmp_path, layouts):
@@ -112,7 +112,7 @@ def test_query_split_in_two_runs_is_laid_out_by_line(tmp_path, layouts):
     path = tmp_path / "run.txt"
     write_run(path, lines)
     run = Run.from_trec(path)
-    assert layouts == ["_padded_layout"]
+    assert layouts == ["_block_layout"]
     assert gpukit_rankings(run) == reference(lines, "first")
 
 
@@ -137,7 +137,7 @@ def test_scores_laid_out_from_several_parsed_chunks(tmp_path, layouts, monkeypat
 
     monkeypatch.setattr(run_layout.ParsedScores, "pieces", pieces)
     run = Run.from_trec(path)
-    assert layouts == ["_grouped_layout"]
+    assert layouts == ["_group_layout"]
     assert len(seen) > 3 and sum(seen) == len(lines)
     assert gpukit_rankings(run) == reference(lines, "first")
 
