@@ -9,14 +9,16 @@ three id columns, sorting the rows by (query, group, doc) and refusing a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+import os
+from dataclasses import dataclass, fields
+from typing import Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from gpukit.io.arrow_numpy import string_array
+from gpukit.io.arrow_numpy import numpy_values, string_array
 from gpukit.io.string_coding import string_codes
+from gpukit.io.text_table import Column, read_table
 from gpukit.errors import InputFormatError
 
 #: ``(query id, group id, doc id, "lines a and b" / "rows a and b") -> problem text``.
@@ -113,3 +115,56 @@ def grouped_dict(query_ids: pa.Array, group_ids: pa.Array, query_codes: np.ndarr
     for q, g, d, r in zip(query_codes.tolist(), group_codes.tolist(), doc_ids.to_pylist(), grades.tolist()):
         out.setdefault(qids[q], {}).setdefault(gids[g], {})[d] = r
     return out
+
+
+class GroupedJudgments:
+    """The readers and accessors a (query, group, doc) judgments dataclass
+    shares; its fields are, in order, the query and group vocabularies, their
+    int64 codes per row, the doc ids, the grades and the source (what
+    :class:`GroupedRows` holds). A class states its file columns, the words
+    its errors use, its duplicate message and the order of its group ids."""
+
+    _COLUMNS: ClassVar[tuple[Column, ...]]
+    _WHAT: ClassVar[str]  # the format, in errors ("qrels_jg")
+    _GROUP_NAME: ClassVar[str]  # the group column's argument, in errors ("jgs")
+    _duplicate: ClassVar[DuplicateMessage]
+    _group_rank: ClassVar[Callable[[pa.Array], np.ndarray] | None] = None
+
+    @classmethod
+    def from_trec(cls, path: str | os.PathLike):
+        """Read a whitespace file ``qid group docno grade`` (plain or gzip;
+        ``-``: stdin). Malformed lines (too few fields, a grade that is not an
+        integer) and a repeated (query, group, docno) are errors naming the
+        file and line."""
+        table = read_table(path, cls._COLUMNS, cls._WHAT)
+        q, group, doc, grade = (table.columns[c.name] for c in cls._COLUMNS)
+        return cls._build(q, group, doc, numpy_values(grade), table.source, table.line_of)
+
+    @classmethod
+    def from_dict(cls, judgments: Mapping[str, Mapping[str, Mapping[str, int]]], source: str = "<dict>"):
+        """Build from ``{query_id: {group: {doc_id: grade}}}``."""
+        return cls.from_arrays(*nested_columns(judgments, source, cls._WHAT), source=source)
+
+    @classmethod
+    def from_arrays(cls, query_ids: Sequence, groups: Sequence, doc_ids: Sequence, grades: Sequence, source: str = "<arrays>"):
+        """Build from four parallel sequences (one row per judgment)."""
+        return cls._build(*checked_columns(query_ids, groups, doc_ids, grades, cls._GROUP_NAME, source, cls._WHAT), source, None)
+
+    @classmethod
+    def _build(cls, q, group, doc, grades: np.ndarray, source: str, line_of: Callable[[int], int | None] | None):
+        rows = build_grouped(q, group, doc, grades, source, line_of, cls._duplicate, group_rank=cls._group_rank)
+        return cls(rows.query_ids, rows.group_ids, rows.query_codes, rows.group_codes, rows.doc_ids, rows.grades, source)
+
+    def __len__(self) -> int:
+        return len(self.grades)
+
+    @property
+    def num_queries(self) -> int:
+        return len(self.query_ids)
+
+    def to_dict(self) -> dict[str, dict[str, dict[str, int]]]:
+        """``{query_id: {group: {doc_id: grade}}}``."""
+        return grouped_dict(*(getattr(self, f.name) for f in fields(self)[:6]))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.source!r}, queries={self.num_queries}, judgments={len(self)})"

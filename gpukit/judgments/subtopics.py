@@ -19,17 +19,15 @@ tie-breaks), byte-wise otherwise.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Mapping, Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from gpukit.judgments.grouped import build_grouped, checked_columns, grouped_dict, nested_columns
+from gpukit.judgments.grouped import GroupedJudgments
 from gpukit.judgments.judgment_groups import JudgmentGroups
-from gpukit.io.arrow_numpy import numpy_values
-from gpukit.io.text_table import Column, read_table
+from gpukit.io.text_table import Column
 from gpukit.judgments import JudgmentsKind
 
 _COLUMNS = (Column("query_id", "id"), Column("subtopic", "id"), Column("doc_id", "id"), Column("grade", "int"))
@@ -50,8 +48,8 @@ def _subtopic_order(vocab: pa.Array) -> np.ndarray:
     return np.arange(len(ids), dtype=np.int64)
 
 
-@dataclass(frozen=True, eq=False)
-class SubtopicQrels(JudgmentsKind):
+@dataclass(frozen=True, eq=False, repr=False)
+class SubtopicQrels(GroupedJudgments, JudgmentsKind):
     """Judgments per (query, subtopic), one row per (query, subtopic, document).
 
     Attributes:
@@ -75,6 +73,10 @@ class SubtopicQrels(JudgmentsKind):
 
     # Its kind (see gpukit.judgments.JudgmentsKind).
     kind: ClassVar[str] = "subtopics"
+    _COLUMNS = _COLUMNS
+    _WHAT, _GROUP_NAME = "subtopic qrels", "subtopics"
+    _duplicate = staticmethod(_duplicate)
+    _group_rank = staticmethod(_subtopic_order)
     default_measures: ClassVar[tuple[str, ...] | None] = ("ndeval",)
 
     @staticmethod
@@ -90,51 +92,8 @@ class SubtopicQrels(JudgmentsKind):
 
         return form_subtopic_ranking(self, run, complete=complete, max_depth=max_depth, score_dtype=score_dtype or torch.float64)
 
-    @classmethod
-    def from_trec(cls, path: str | os.PathLike) -> "SubtopicQrels":
-        """Read a diversity qrels file ``qid subtopic docno grade`` (plain or gzip; ``-``: stdin).
-
-        Malformed lines (too few fields, a grade that is not an integer) and a
-        repeated (query, subtopic, docno) are errors naming the file and line.
-        """
-        table = read_table(path, _COLUMNS, "subtopic qrels")
-        cols = table.columns
-        return cls._build(cols["query_id"], cols["subtopic"], cols["doc_id"], numpy_values(cols["grade"]),
-                          table.source, table.line_of)
-
-    @classmethod
-    def from_dict(cls, judgments: Mapping[str, Mapping[str, Mapping[str, int]]], source: str = "<dict>") -> "SubtopicQrels":
-        """Build from ``{query_id: {subtopic: {doc_id: grade}}}``."""
-        return cls.from_arrays(*nested_columns(judgments, source, "subtopic qrels"), source=source)
-
-    @classmethod
-    def from_arrays(cls, query_ids: Sequence, subtopics: Sequence, doc_ids: Sequence, grades: Sequence,
-                    source: str = "<arrays>") -> "SubtopicQrels":
-        """Build from four parallel sequences (one row per judgment)."""
-        return cls._build(*checked_columns(query_ids, subtopics, doc_ids, grades, "subtopics", source, "subtopic qrels"), source, None)
-
-    @classmethod
-    def _build(cls, q, sub, doc, grades: np.ndarray, source: str,
-               line_of: Callable[[int], int | None] | None) -> "SubtopicQrels":
-        rows = build_grouped(q, sub, doc, grades, source, line_of, _duplicate, group_rank=_subtopic_order)
-        return cls(rows.query_ids, rows.group_ids, rows.query_codes, rows.group_codes, rows.doc_ids, rows.grades, source)
-
-    def __len__(self) -> int:
-        return len(self.grades)
-
-    @property
-    def num_queries(self) -> int:
-        return len(self.query_ids)
-
     def as_judgment_groups(self) -> JudgmentGroups:
         """The same rows with each subtopic as a judgment group: one ordinary
         ranking row per (query, subtopic) (see gpukit.judgments.subtopic_ranking)."""
         return JudgmentGroups(self.query_ids, self.subtopic_ids, self.query_codes, self.subtopic_codes,
                               self.doc_ids, self.grades, self.source)
-
-    def to_dict(self) -> dict[str, dict[str, dict[str, int]]]:
-        """``{query_id: {subtopic: {doc_id: grade}}}``."""
-        return grouped_dict(self.query_ids, self.subtopic_ids, self.query_codes, self.subtopic_codes, self.doc_ids, self.grades)
-
-    def __repr__(self) -> str:
-        return f"SubtopicQrels({self.source!r}, queries={self.num_queries}, judgments={len(self)})"
