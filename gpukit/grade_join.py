@@ -7,13 +7,10 @@ row looks its documents up in its own sorted judged keys (see
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 import torch
 
 from gpukit.data.run import Run
 from gpukit.ideal_grades import NOT_JUDGED, _per_topic_table
-from gpukit.io.arrow_numpy import string_chunks
-from gpukit.io.byte_keys import byte_order_keys, key_width
 from gpukit.io.doc_space import Vocabulary, sorted_distinct, translate_keys
 from gpukit.judgments.qrels import Qrels
 
@@ -60,7 +57,7 @@ class _GradeJoin:
         self.to_qrels_space: torch.Tensor | None = None
         if isinstance(run.doc_space, Vocabulary) or run.doc_space == qrels.doc_space:
             if isinstance(run.doc_space, Vocabulary):
-                mapped = _keys_in_qrels_space(qrels, run.doc_space.ids)
+                mapped = qrels.doc_space.keys_of(run.doc_space.ids)  # -1: never judged
                 # One spare -1 so that an empty vocabulary still indexes (its codes are all padding).
                 self.to_qrels_space = torch.from_numpy(np.append(mapped, -1)).to(device)
             structures = qrels.derived(
@@ -168,31 +165,3 @@ def _translated_join_structures(qrels: Qrels, space, topics: np.ndarray, device:
     keep = judged_keys >= 0
     # Keys keep the ids' byte order, so they stay sorted within a query like the qrels' codes.
     return _join_structures(qrels.query_codes[keep], judged_keys[keep], qrels.grades[keep], topics, space.bound, device)
-
-
-def _keys_in_qrels_space(qrels: Qrels, ids: pa.Array) -> np.ndarray:
-    """int64 key of each of ``ids`` in the qrels' doc space; -1 where none (never judged).
-
-    Against a vocabulary this is a binary search of fixed-width byte keys;
-    the qrels side of it (its vocabulary's keys) is built once per Qrels.
-    """
-    space = qrels.doc_space
-    if not isinstance(space, Vocabulary):
-        return space.keys_of(ids)
-    qrels_width = qrels.derived(("key_width",), lambda: key_width(string_chunks(space.ids)))
-    run_width = key_width(string_chunks(ids))
-    if qrels_width is None or run_width is None:
-        return space.keys_of(ids)
-    width = max(qrels_width, run_width)
-    judged = qrels.derived(("vocabulary_keys", width), lambda: byte_order_keys(space.ids, width))
-    out = np.full(len(ids), -1, dtype=np.int64)
-    if len(ids) == 0 or len(judged) == 0:
-        return out
-    wanted = byte_order_keys(ids, width)
-    pos = np.searchsorted(judged, wanted)
-    np.minimum(pos, len(judged) - 1, out=pos)
-    hit = judged[pos] == wanted
-    out[hit] = pos[hit]
-    return out
-
-

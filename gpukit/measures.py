@@ -146,9 +146,6 @@ class Measure:
         for graded RBP, whose ``rel`` is opt-in)."""
         return replace(self, rel=rel) if self.is_binary else self
 
-    def with_cutoff(self, cutoff: Any) -> "Measure":
-        return replace(self, cutoff=cutoff)
-
     def with_judged_only(self, judged_only: bool = True) -> "Measure":
         """Same measure computed on the judged documents only (see ``judged_only``)."""
         if self.spec.param("judged_only") is not None:

@@ -307,12 +307,7 @@ def _rank_rows(
     the join's topic set (``None``: all of them, in order)."""
     device = codes_of_rows.device
     n = codes_of_rows.shape[0] if take is None else take.numel()
-    slices = list(row_slices(n, codes_of_rows.shape[1]))
-    # One slice (up to ROW_SLICE_ELEMENTS, the usual case): its own fresh
-    # results are the outputs, with no preallocated tensors to copy them into.
-    single = len(slices) == 1
-    if not single:
-        grades = torch.empty((n, width), dtype=torch.int32, device=device)
+    grades = torch.empty((n, width), dtype=torch.int32, device=device)
     # Run rows are stored in ranking order for their own score precision;
     # comparing in a narrower one (float32) can create ties, and only rows
     # that are then out of order are re-sorted. ``scores_of_rows`` is given
@@ -322,10 +317,8 @@ def _rank_rows(
     # the join's work tensors are allocated once and reused by every slice.
     scratch: dict[str, torch.Tensor] = {}
     # Every run row in order: its lengths are counted once, not slice by slice.
-    lengths = _row_lengths(codes_of_rows) if take is None else None
-    if not single:
-        num_ret = lengths if lengths is not None else torch.empty(n, dtype=torch.int64, device=device)
-    for rows in slices:
+    num_ret = _row_lengths(codes_of_rows) if take is None else torch.empty(n, dtype=torch.int64, device=device)
+    for rows in row_slices(n, codes_of_rows.shape[1]):
         scores = None
         if take is None:
             codes = codes_of_rows[rows]
@@ -336,24 +329,18 @@ def _rank_rows(
             wanted = take[rows]
             safe = wanted.clamp(min=0)
             codes = codes_of_rows.index_select(0, safe).masked_fill(wanted[:, None] < 0, -1)
+            num_ret[rows] = _row_lengths(codes, scratch)
             if all_scores is not None:
                 scores = all_scores.index_select(0, safe).to(score_dtype)
         # Written straight into its rows of the output when no column is cut.
-        out = None if single or width != codes.shape[1] else grades[rows]
+        out = grades[rows] if width == codes.shape[1] else None
         joined = join(codes, rows if positions is None else positions[rows], scratch, out)
-        counts = _row_lengths(codes, scratch) if lengths is None else lengths[rows]
         if scores is not None:
             bad = unranked_rows(codes, scores)
             if bad.numel():
-                joined[bad] = joined[bad].gather(1, ranking_permutation(codes[bad], scores[bad]))
-        if single:  # joined is a fresh int32 tensor of this function's
-            grades = joined if joined.shape[1] == width else joined[:, :width].contiguous()
-            num_ret = counts
-        else:
-            if lengths is None:
-                num_ret[rows] = counts
-            if out is None:
-                grades[rows] = joined[:, :width]
+                joined[bad] = joined[bad].gather(1, ranking_permutation(codes[bad], scores[bad]))  # in place: ``out`` too
+        if out is None:
+            grades[rows] = joined[:, :width]
         del codes, scores, joined, out
     if max_depth is not None:
         num_ret.clamp_(max=max_depth)

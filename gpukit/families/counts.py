@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import torch
 
-from gpukit import metrics
 from gpukit.families.common import always, describe_binary, trec_names
 from gpukit.families.params import REL
 from gpukit.families.registry import register

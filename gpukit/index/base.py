@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import torch
 
-from gpukit.device import DeviceLike, resolve_device
+from gpukit.device import DeviceLike
 # IndexUsageError is defined in gpukit.errors and still importable from here.
 from gpukit.errors import DeviceError, IndexFileError, IndexUsageError
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import stat
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -35,6 +34,7 @@ import pyarrow as pa
 from gpukit.errors import InputFormatError, UsageError, echo
 from gpukit.io.arrow_numpy import arrow_indices, pc
 from gpukit.io.compressed import gzip_errors, is_gzip, open_gzip
+from gpukit.io.spooled_input import file_mode
 
 #: Bytes pyarrow's JSON reader parses per block (a longer line sends the file to the scan).
 JSON_BLOCK_BYTES = 16 << 20
@@ -50,14 +50,7 @@ class JsonlTable:
 
 
 def _open(source: str) -> io.BufferedIOBase:
-    try:
-        mode = os.stat(source).st_mode
-    except FileNotFoundError:
-        raise InputFormatError(source, None, "no such file") from None
-    except OSError as exc:
-        raise InputFormatError(source, None, f"cannot open: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(mode):
-        raise InputFormatError(source, None, "is a directory, not a file")
+    file_mode(source)
     return open_gzip(source) if is_gzip(source) else open(source, "rb")
 
 

@@ -4,10 +4,11 @@ in blocks and errors can still name lines."""
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from typing import Sequence
 
-from gpukit.errors import ECHO_CHARS, GpukitError
+from gpukit.errors import ECHO_CHARS, GpukitError, InputFormatError
 from gpukit.io.compressed import GZIP_MAGIC
 from gpukit.io.line_errors import line_too_long
 
@@ -47,6 +48,20 @@ def _spool(stream, source: str, max_line: int) -> str:
         os.unlink(path)
         raise
     return path
+
+
+def file_mode(source: str) -> int:
+    """``st_mode`` of an input path; a missing or unreadable path, or a
+    directory, is an error naming it."""
+    try:
+        mode = os.stat(source).st_mode
+    except FileNotFoundError:
+        raise InputFormatError(source, None, "no such file") from None
+    except OSError as exc:
+        raise InputFormatError(source, None, f"cannot open: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise InputFormatError(source, None, "is a directory, not a file")
+    return mode
 
 
 def _remove(path: str) -> None:

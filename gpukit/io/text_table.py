@@ -55,7 +55,7 @@ from gpukit.io.arrow_numpy import plain_int64, value_offsets
 from gpukit.io.blocks import count_newlines, read_blocks, skip_to
 from gpukit.io.compressed import gzip_errors, is_gzip, open_gzip
 from gpukit.io.line_errors import BOM, _diagnose, _is_data_line, line_too_long
-from gpukit.io.spooled_input import _remove, _spool
+from gpukit.io.spooled_input import _remove, _spool, file_mode
 
 BLOCK_BYTES = 64 << 20
 #: Texts below this many bytes are parsed by Arrow on the calling thread:
@@ -253,15 +253,7 @@ def read_table(path: str | os.PathLike, columns: Sequence[Column], what: str, re
         source = "<stdin>"
         spooled = _spool(sys.stdin.buffer, source, MAX_LINE_BYTES)
     else:
-        try:
-            mode = os.stat(source).st_mode
-        except FileNotFoundError:
-            raise InputFormatError(source, None, "no such file") from None
-        except OSError as exc:
-            raise InputFormatError(source, None, f"cannot open: {exc.strerror or exc}") from None
-        if stat.S_ISDIR(mode):
-            raise InputFormatError(source, None, "is a directory, not a file")
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(file_mode(source)):
             try:
                 stream = open(source, "rb")
             except OSError as exc:
