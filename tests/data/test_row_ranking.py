@@ -1,9 +1,9 @@
 """Rows of a run put in trec_eval's ranking order (score descending, ties by
 doc key descending, padding last), checked against a plain Python sort.
 
-Covers the paths of :func:`gpukit.data.run.rank_rows_inplace`: rows already in
-order, rows whose scores only tie (only the tied entries are reordered), rows
-with an inversion (the full sort), and slices mixing them.
+Covers :func:`gpukit.data.row_ranking.rank_rows_inplace` on rows already in
+order (left as they are), rows whose scores only tie, rows with an
+inversion, and slices mixing them.
 """
 from __future__ import annotations
 
